@@ -1,0 +1,56 @@
+"""MkDocs hook: chapter numbers above each chapter title, and the landing page's reading time and chapter list.
+
+Labels come from each language's `extra` block in mkdocs.yml (`chapter_label`, `reading_time`), so a
+translator never edits Python.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
+
+from hooks.chapters import article_reading_minutes, chapter_number, chapters_of
+
+_H1_LINE = re.compile(r"^#\s+.+$", re.M)
+_READING_TIME = "<!-- pd:reading-time -->"
+_CHAPTER_LIST = "<!-- pd:chapter-list -->"
+
+
+def _label(config: MkDocsConfig, key: str, page: Page) -> str:
+    label = config.extra.get(key)
+    if not isinstance(label, str):
+        language = config.theme.get("language", "?")
+        raise PluginError(
+            f"mkdocs.yml: language '{language}' has no extra.{key} (needed by {page.file.src_uri}); "
+            f"add it under plugins → i18n → languages → extra"
+        )
+    return label
+
+
+def _language_dir(page: Page, config: MkDocsConfig) -> Path:
+    return Path(config.docs_dir) / Path(page.file.src_uri).parts[0]
+
+
+def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    slug = Path(page.file.src_uri).stem
+    number = chapter_number(slug)
+    if number is not None:
+        kicker = _label(config, "chapter_label", page).format(number=number)
+        return _H1_LINE.sub(lambda m: f"{kicker}\n{{ .pd-kicker }}\n\n{m.group(0)}", markdown, count=1)
+    if slug != "index" or (_READING_TIME not in markdown and _CHAPTER_LIST not in markdown):
+        return markdown
+    language_dir = _language_dir(page, config)
+    minutes = article_reading_minutes(language_dir)
+    reading_time = _label(config, "reading_time", page).format(minutes=minutes)
+    chapter_label = _label(config, "chapter_label", page)
+    chapter_list = "\n".join(
+        f"{chapter.number}. [{chapter_label.format(number=chapter.number)} · {chapter.title}]({chapter.slug}.md)"
+        for chapter in chapters_of(language_dir)
+    )
+    markdown = markdown.replace(_READING_TIME, f"{reading_time}\n{{ .pd-reading-time }}")
+    return markdown.replace(_CHAPTER_LIST, f"{chapter_list}\n{{ .pd-chapter-list }}")

@@ -1,0 +1,76 @@
+"""The article's chapter order, chapter labels and reading time — pure functions, no MkDocs."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+# Fixed slugs, the same in every language; the order is the reading order.
+CHAPTER_SLUGS: tuple[str, ...] = ("two-phases", "prefill", "decode", "ttft-tps", "bottleneck", "summary")
+PAGE_SLUGS: tuple[str, ...] = ("index", *CHAPTER_SLUGS)
+
+# Typical silent-reading speeds: Han characters per minute and words per minute.
+HAN_CHARS_PER_MINUTE = 300
+WORDS_PER_MINUTE = 200
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
+_FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1\s*$", re.S | re.M)
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_FIGURE_REF = re.compile(r"\{\{.*?\}\}")
+_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
+_FRONT_MATTER = re.compile(r"\A---\s*\n.*?\n---\s*\n", re.S)
+
+
+@dataclass(frozen=True)
+class Chapter:
+    number: int
+    slug: str
+    title: str
+
+
+def chapter_number(slug: str) -> int | None:
+    """1-based chapter number of a slug, or None for pages that are not chapters."""
+    return CHAPTER_SLUGS.index(slug) + 1 if slug in CHAPTER_SLUGS else None
+
+
+def readable_text(markdown: str) -> str:
+    """The prose a reader reads: front matter, code/demo fences, comments and figure refs removed."""
+    text = _FRONT_MATTER.sub("", markdown)
+    text = _FENCE.sub("", text)
+    text = _HTML_COMMENT.sub("", text)
+    return _FIGURE_REF.sub("", text)
+
+
+def reading_minutes(texts: list[str]) -> int:
+    """Minutes to read the texts: Han characters and Latin words counted at their own speeds."""
+    han = sum(len(_HAN.findall(t)) for t in texts)
+    words = sum(len(_WORD.findall(_HAN.sub(" ", t))) for t in texts)
+    return max(1, math.ceil(han / HAN_CHARS_PER_MINUTE + words / WORDS_PER_MINUTE))
+
+
+def first_heading(markdown: str, fallback: str) -> str:
+    match = _H1.search(_FRONT_MATTER.sub("", markdown))
+    return match.group(1).strip() if match else fallback
+
+
+def chapters_of(language_dir: Path) -> list[Chapter]:
+    """The chapters of one language folder, with titles read from each file's first heading."""
+    chapters = []
+    for number, slug in enumerate(CHAPTER_SLUGS, start=1):
+        path = language_dir / f"{slug}.md"
+        markdown = path.read_text(encoding="utf-8") if path.exists() else ""
+        chapters.append(Chapter(number, slug, first_heading(markdown, slug)))
+    return chapters
+
+
+def article_reading_minutes(language_dir: Path) -> int:
+    """Reading time of the landing page plus every chapter of one language."""
+    texts = []
+    for slug in PAGE_SLUGS:
+        path = language_dir / f"{slug}.md"
+        if path.exists():
+            texts.append(readable_text(path.read_text(encoding="utf-8")))
+    return reading_minutes(texts)

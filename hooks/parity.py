@@ -1,0 +1,106 @@
+"""Translation parity: every language has every page, the same demo blocks in the same order and the
+same number of headings as the reference language.
+
+Run on its own:  python -m hooks.parity [DOCS_DIR] [--reference zh]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+_FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=fence)\s*$", re.S | re.M)
+_HEADING = re.compile(r"^#{1,6}\s+\S", re.M)
+_KIND = re.compile(r"^kind\s*:\s*(\S+)", re.M)
+STRINGS_FILE = "demo-strings.yml"
+
+
+@dataclass(frozen=True)
+class PageShape:
+    demo_kinds: tuple[str, ...]
+    headings: int
+
+
+def page_shape(markdown: str) -> PageShape:
+    """What must match across languages: the demo kinds in order and the heading count."""
+    kinds = []
+    for fence in _FENCE.finditer(markdown):
+        if fence.group("info").strip().split(" ")[0] == "demo":
+            kind = _KIND.search(fence.group("body"))
+            kinds.append(kind.group(1) if kind else "?")
+    prose = _FENCE.sub("", markdown)
+    return PageShape(tuple(kinds), len(_HEADING.findall(prose)))
+
+
+def language_dirs(docs_dir: Path) -> list[Path]:
+    return sorted(d for d in docs_dir.iterdir() if d.is_dir() and any(d.glob("*.md")))
+
+
+def _flat_keys(mapping: object, prefix: str = "") -> set[str]:
+    if not isinstance(mapping, dict):
+        return {prefix} if prefix else set()
+    keys: set[str] = set()
+    for key, value in mapping.items():
+        keys |= _flat_keys(value, f"{prefix}.{key}" if prefix else str(key))
+    return keys
+
+
+def _strings_problems(reference: Path, other: Path) -> list[str]:
+    ref_file, other_file = reference / STRINGS_FILE, other / STRINGS_FILE
+    if not ref_file.exists():
+        return []
+    if not other_file.exists():
+        return [f"{other_file}: missing (the demo labels of {ref_file} need a translation)"]
+    ref_keys = _flat_keys(yaml.safe_load(ref_file.read_text(encoding="utf-8")))
+    other_keys = _flat_keys(yaml.safe_load(other_file.read_text(encoding="utf-8")))
+    return [f"{other_file}: missing key '{key}' (present in {ref_file})" for key in sorted(ref_keys - other_keys)]
+
+
+def parity_problems(docs_dir: Path, reference: str = "zh") -> list[str]:
+    """Every difference a translator must fix, one line each, naming the file."""
+    ref_dir = docs_dir / reference
+    if not ref_dir.is_dir():
+        return [f"{ref_dir}: the reference language folder does not exist"]
+    problems = []
+    for other in language_dirs(docs_dir):
+        if other == ref_dir:
+            continue
+        for ref_page in sorted(ref_dir.glob("*.md")):
+            page = other / ref_page.name
+            if not page.exists():
+                problems.append(f"{page}: missing (translate {ref_page})")
+                continue
+            want = page_shape(ref_page.read_text(encoding="utf-8"))
+            have = page_shape(page.read_text(encoding="utf-8"))
+            if have.demo_kinds != want.demo_kinds:
+                problems.append(
+                    f"{page}: demo blocks {list(have.demo_kinds)} differ from {ref_page} {list(want.demo_kinds)}"
+                )
+            if have.headings != want.headings:
+                problems.append(f"{page}: {have.headings} headings, but {ref_page} has {want.headings}")
+        for extra_page in sorted(set(p.name for p in other.glob("*.md")) - set(p.name for p in ref_dir.glob("*.md"))):
+            problems.append(f"{other / extra_page}: no such page in {ref_dir} (the reference language)")
+        problems += _strings_problems(ref_dir, other)
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hooks.parity", description=__doc__.splitlines()[0])
+    parser.add_argument("docs_dir", nargs="?", default="docs", type=Path)
+    parser.add_argument("--reference", default="zh", help="the language every other one is compared with")
+    args = parser.parse_args(argv)
+    problems = parity_problems(args.docs_dir, args.reference)
+    for problem in problems:
+        print(problem)
+    languages = ", ".join(d.name for d in language_dirs(args.docs_dir))
+    print(f"parity: {len(problems)} problem(s) across {languages}" if problems else f"parity: ok ({languages})")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""Browser fixtures: Debian's Chromium driven by Playwright, against the built site on 127.0.0.1.
+
+`open_page(path, color_scheme=..., reduced_motion=...)` returns `(page, log)`; the log records console
+errors, uncaught page errors, CSP violations and every request that leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.browser.static_server import StaticServer
+
+CHROMIUM = os.environ.get("PD_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOT_DIR = Path(os.environ.get("PD_SCREENSHOT_DIR", REPO / "test-artifacts" / "screenshots"))
+LOCAL_HOSTS = {"127.0.0.1"}
+
+
+@dataclass
+class PageLog:
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    csp_violations: list[str] = field(default_factory=list)
+    outside_requests: list[str] = field(default_factory=list)
+
+    def assert_clean(self) -> None:
+        assert not self.console_errors, f"console errors: {self.console_errors}"
+        assert not self.page_errors, f"page errors: {self.page_errors}"
+        assert not self.csp_violations, f"CSP violations: {self.csp_violations}"
+        assert not self.outside_requests, f"requests that left 127.0.0.1: {self.outside_requests}"
+
+
+def _is_outside(url: str) -> bool:
+    parsed = urlparse(url)
+    return parsed.scheme in {"http", "https", "ws", "wss"} and parsed.hostname not in LOCAL_HOSTS
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site: Path) -> Iterator[str]:
+    with StaticServer(built_site) as server:
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM}: run `apt-get install -y chromium` (see README)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def open_page(browser, site_url: str) -> Iterator[Callable[..., tuple[object, PageLog]]]:
+    contexts = []
+
+    def _open(path: str = "", *, color_scheme: str = "light", reduced_motion: str = "no-preference",
+              viewport: dict | None = None, wait_until: str = "load") -> tuple[object, PageLog]:
+        context = browser.new_context(
+            color_scheme=color_scheme,
+            reduced_motion=reduced_motion,
+            viewport=viewport or {"width": 1280, "height": 900},
+        )
+        contexts.append(context)
+        page = context.new_page()
+        log = PageLog()
+
+        def on_console(message) -> None:
+            if message.type != "error":
+                return
+            text = message.text
+            (log.csp_violations if "Content Security Policy" in text else log.console_errors).append(text)
+
+        page.on("console", on_console)
+        page.on("pageerror", lambda error: log.page_errors.append(str(error)))
+        page.on("request", lambda request: log.outside_requests.append(request.url)
+                if _is_outside(request.url) else None)
+        page.goto(site_url + path.lstrip("/"), wait_until=wait_until)
+        return page, log
+
+    yield _open
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir() -> Path:
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOT_DIR

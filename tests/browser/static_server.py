@@ -1,0 +1,65 @@
+"""A static file server for tests that sends the headers a static host would, read from `_headers`."""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+def parse_headers_file(text: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Netlify/Cloudflare `_headers` format: a path pattern line, then indented `Name: value` lines."""
+    rules: list[tuple[str, list[tuple[str, str]]]] = []
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line[0].isspace():
+            rules.append((line.strip(), []))
+        elif rules and ":" in line:
+            name, value = line.strip().split(":", 1)
+            rules[-1][1].append((name.strip(), value.strip()))
+    return rules
+
+
+def headers_for(path: str, rules: list[tuple[str, list[tuple[str, str]]]]) -> dict[str, str]:
+    """Headers of every rule whose pattern matches the path; later rules win."""
+    chosen: dict[str, str] = {}
+    for pattern, headers in rules:
+        if pattern == path or fnmatch.fnmatchcase(path, pattern):
+            chosen.update(dict(headers))
+    return chosen
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    rules: list[tuple[str, list[tuple[str, str]]]] = []
+
+    def end_headers(self) -> None:
+        path = self.path.split("?", 1)[0].split("#", 1)[0]
+        for name, value in headers_for(path, self.rules).items():
+            self.send_header(name, value)
+        super().end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
+        pass
+
+
+class StaticServer:
+    """Serve a built site on 127.0.0.1 on a free port, in a background thread."""
+
+    def __init__(self, root: Path) -> None:
+        headers_file = root / "_headers"
+        rules = parse_headers_file(headers_file.read_text(encoding="utf-8")) if headers_file.exists() else []
+        handler = type("Handler", (_Handler,), {"rules": rules})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> StaticServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
