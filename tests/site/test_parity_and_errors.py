@@ -1,0 +1,109 @@
+"""Translators' safety nets: the parity check and the hooks' error messages."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hooks.parity import page_shape, parity_problems
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_the_repository_docs_are_in_parity():
+    assert parity_problems(REPO / "docs") == []
+
+
+def test_page_shape_counts_headings_and_demo_kinds_but_not_code():
+    markdown = "# Title\n\n## A\n\n```demo\nkind: prefill\nprompt: x\n```\n\n```python\n# not a heading\n```\n## B\n"
+    shape = page_shape(markdown)
+    assert shape.demo_kinds == ("prefill",)
+    assert shape.headings == 3
+
+
+def test_parity_reports_missing_pages_demos_and_headings(tmp_path):
+    _write(tmp_path / "zh/index.md", "# 首页\n")
+    _write(tmp_path / "zh/decode.md", "# 解码\n## 一\n```demo\nkind: decode\nprompt: x\n```\n")
+    _write(tmp_path / "zh/prefill.md", "# 预填充\n")
+    _write(tmp_path / "en/index.md", "# Home\n")
+    _write(tmp_path / "en/decode.md", "# Decode\n")
+    problems = parity_problems(tmp_path)
+    assert f"{tmp_path / 'en/prefill.md'}: missing (translate {tmp_path / 'zh/prefill.md'})" in problems
+    assert any(p.startswith(f"{tmp_path / 'en/decode.md'}: demo blocks [] differ") for p in problems)
+    assert any(p.startswith(f"{tmp_path / 'en/decode.md'}: 1 headings, but") for p in problems)
+
+
+def test_parity_reports_missing_demo_strings(tmp_path):
+    _write(tmp_path / "zh/index.md", "# 首页\n")
+    _write(tmp_path / "en/index.md", "# Home\n")
+    _write(tmp_path / "zh/demo-strings.yml", "play: 播放\ndecode:\n  waiting: 等待生成…\n")
+    _write(tmp_path / "en/demo-strings.yml", "play: Play\n")
+    problems = parity_problems(tmp_path)
+    assert problems == [f"{tmp_path / 'en/demo-strings.yml'}: missing key 'decode.waiting' (present in "
+                        f"{tmp_path / 'zh/demo-strings.yml'})"]
+
+
+def test_parity_command_exits_non_zero_and_names_the_file(tmp_path):
+    _write(tmp_path / "zh/index.md", "# 首页\n")
+    _write(tmp_path / "zh/summary.md", "# 总结\n")
+    _write(tmp_path / "en/index.md", "# Home\n")
+    result = subprocess.run([sys.executable, "-m", "hooks.parity", str(tmp_path)], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 1
+    assert "en/summary.md: missing" in result.stdout
+
+
+@pytest.fixture
+def docs_copy(tmp_path: Path) -> Path:
+    """A copy of the repo's docs and mkdocs.yml that a test may break."""
+    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    config = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    config = config.replace("docs_dir: docs", f"docs_dir: {tmp_path / 'docs'}")
+    config = config.replace("custom_dir: overrides", f"custom_dir: {REPO / 'overrides'}")
+    # Paths that mkdocs.yml gives relative to itself must point back into the repository.
+    config = re.sub(r"^  - (hooks|simulations|overrides)(/|$)", lambda m: f"  - {REPO}/{m.group(1)}{m.group(2)}",
+                    config, flags=re.M)
+    (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
+    return tmp_path
+
+
+def _build(project: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(project / "mkdocs.yml"), "-d", str(project / "out")],
+        capture_output=True, text=True, cwd=REPO, env={**os.environ, "PD_MODEL": "tiny"}, timeout=1800,
+    )
+
+
+def test_a_broken_demo_block_stops_the_build_naming_file_line_and_allowed_kinds(docs_copy):
+    page = docs_copy / "docs/en/decode.md"
+    lines = page.read_text(encoding="utf-8").splitlines()
+    heading = next(i for i, line in enumerate(lines) if line.startswith("## "))
+    lines[heading + 1:heading + 1] = ["", "```demo", "kind: teleport", "prompt: Hello", "```", ""]
+    page.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = _build(docs_copy)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert f"en/decode.md:{heading + 3}" in output, output[-2000:]
+    assert "teleport" in output
+    for kind in ("conversation", "prefill", "decode", "timeline", "roofline", "recap"):
+        assert kind in output
+    assert "Traceback" not in output
+
+
+def test_a_missing_chapter_label_names_the_setting(docs_copy):
+    config = docs_copy / "mkdocs.yml"
+    text = config.read_text(encoding="utf-8").replace('chapter_label: "Chapter {number:02d}"', "chapter_labels: oops")
+    config.write_text(text, encoding="utf-8")
+    output = _build(docs_copy)
+    assert output.returncode != 0
+    assert "extra.chapter_label" in output.stdout + output.stderr
