@@ -11,14 +11,26 @@ from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
+from mkdocs.plugins import get_plugin_logger
 from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
 from hooks.chapters import article_reading_minutes, chapter_number, chapters_of
+from hooks.parity import parity_problems
+
+log = get_plugin_logger(__name__)
 
 _H1_LINE = re.compile(r"^#\s+.+$", re.M)
 _READING_TIME = "<!-- pd:reading-time -->"
 _CHAPTER_LIST = "<!-- pd:chapter-list -->"
+
+
+def on_pre_build(*, config: MkDocsConfig) -> None:
+    """Tell translators what is missing: each parity problem is a warning (an error under --strict)."""
+    if config.theme.get("language") != "zh":  # static-i18n builds once per language; report once
+        return
+    for problem in parity_problems(Path(config.docs_dir), reference="zh"):
+        log.warning("translation parity: %s", problem)
 
 
 def _label(config: MkDocsConfig, key: str, page: Page) -> str:
