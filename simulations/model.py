@@ -1,0 +1,265 @@
+"""A Llama/Qwen2 decoder in numpy float32, written to be read.
+
+The three ways to run it are named after what they are:
+
+- ``prefill``: all prompt tokens in one batched pass; fills the KV cache.
+- ``decode_step``: one new token; reads the KV cache, appends one row to it.
+- ``forward_without_cache``: the picoGPT-style baseline that recomputes every position for every
+  new token. It exists so the article can measure what the KV cache saves.
+
+Everything stays float32: numpy 2 promotes float32 arrays combined with a float64 scalar
+(``1 / np.sqrt(d)``) to float64, which silently doubles the bytes and costs 10-20x in speed.
+The instrumentation (timers, FLOP and byte counters) lives in ``instrument.py`` and wraps the
+primitives below (``embed``, ``rms_norm``, ``linear``, ``attention``, ``lm_head``); nothing here
+counts anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import FLOAT32_BYTES, ModelConfig
+
+F32 = np.float32
+# Largest attention score block (bytes) built at once: prefill processes queries in chunks so a
+# 4096-token prompt never materialises a (heads x 4096 x 4096) matrix.
+ATTENTION_BLOCK_BYTES = 32 * 2**20
+
+
+@dataclass
+class LayerWeights:
+    """One transformer block. Matrices are (out, in) as in PyTorch/GGUF, so y = x @ W.T."""
+
+    attn_norm: np.ndarray  # (d,)
+    wqkv: np.ndarray  # (q_dim + 2 kv_dim, d): Q, K and V stacked so one matmul reads them
+    bqkv: np.ndarray | None  # (q_dim + 2 kv_dim,) Qwen2 only
+    wo: np.ndarray  # (d, q_dim)
+    mlp_norm: np.ndarray  # (d,)
+    w_gate_up: np.ndarray  # (2 d_ff, d): gate and up stacked
+    w_down: np.ndarray  # (d, d_ff)
+
+
+@dataclass
+class Weights:
+    token_embedding: np.ndarray  # (vocab, d)
+    layers: list[LayerWeights]
+    final_norm: np.ndarray  # (d,)
+    lm_head: np.ndarray  # (vocab, d); the very same array as token_embedding when tied
+
+
+class KVCache:
+    """Keys and values of every processed token, preallocated; appending is O(1).
+
+    Layout (layers, kv_heads, max_tokens, head_dim): one head's keys are contiguous, so attention
+    reads them as a plain matrix. ``length`` counts the tokens written so far.
+    """
+
+    def __init__(self, k: np.ndarray, v: np.ndarray) -> None:
+        self.k = k
+        self.v = v
+        self.length = 0
+
+    @classmethod
+    def empty(cls, config: ModelConfig, max_tokens: int) -> KVCache:
+        shape = (config.n_layers, config.n_kv_heads, max_tokens, config.head_dim)
+        # np.empty: the OS commits pages only when written, so memory grows with `length`.
+        return cls(np.empty(shape, dtype=F32), np.empty(shape, dtype=F32))
+
+    @property
+    def max_tokens(self) -> int:
+        return self.k.shape[2]
+
+    @property
+    def bytes_per_token(self) -> int:
+        n_layers, n_kv_heads, _, head_dim = self.k.shape
+        return 2 * n_layers * n_kv_heads * head_dim * FLOAT32_BYTES
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of K and V held for the cached tokens."""
+        return self.length * self.bytes_per_token
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.k.nbytes + self.v.nbytes
+
+    def write(self, layer: int, k_new: np.ndarray, v_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Store (T, kv_heads, hd) new keys/values after `length`; return views of all keys/values."""
+        start, end = self.length, self.length + k_new.shape[0]
+        if end > self.max_tokens:
+            raise ValueError(f"KV cache full: {end} tokens > capacity {self.max_tokens}")
+        self.k[layer, :, start:end] = k_new.transpose(1, 0, 2)
+        self.v[layer, :, start:end] = v_new.transpose(1, 0, 2)
+        return self.k[layer, :, :end], self.v[layer, :, :end]  # (kv_heads, end, hd)
+
+    def advance(self, n_tokens: int) -> None:
+        """Called once per forward pass, after every layer has written its rows."""
+        self.length += n_tokens
+
+
+# --- primitives (instrument.py wraps these by name) -------------------------------------------
+
+def embed(table: np.ndarray, token_ids: np.ndarray) -> np.ndarray:
+    return table[token_ids]  # (T, d)
+
+
+def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
+    mean_square = np.mean(x * x, axis=-1, keepdims=True)
+    return x * (1 / np.sqrt(mean_square + F32(eps))) * weight
+
+
+def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """y = x @ W.T (+ b). One row (decode) uses matrix-vector order, which streams W once."""
+    y = (w @ x[0])[None, :] if x.shape[0] == 1 else x @ w.T
+    if b is not None:
+        y += b
+    return y
+
+
+def lm_head(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return linear(x, w)  # (T, vocab)
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    # sigmoid via tanh: no overflow warnings for large negative inputs, stays float32
+    return x * (F32(0.5) + F32(0.5) * np.tanh(F32(0.5) * x))
+
+
+def rope(x: np.ndarray, positions: np.ndarray, theta: float, style: str) -> np.ndarray:
+    """Rotate (T, heads, hd) query/key vectors by their positions (rotary position embedding)."""
+    hd = x.shape[-1]
+    inv_freq = 1.0 / theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd)  # (hd/2,)
+    angles = positions[:, None].astype(np.float64) * inv_freq[None, :]
+    cos = np.cos(angles).astype(F32)[:, None, :]  # (T, 1, hd/2)
+    sin = np.sin(angles).astype(F32)[:, None, :]
+    if style == "interleaved":  # pairs (0,1), (2,3), ...
+        x0, x1 = x[..., 0::2], x[..., 1::2]
+    elif style == "half":  # pairs (i, i + hd/2), the NeoX / Hugging Face layout
+        x0, x1 = x[..., : hd // 2], x[..., hd // 2 :]
+    else:
+        raise ValueError(f"unknown rope style {style!r}")
+    out = np.empty_like(x)
+    if style == "interleaved":
+        out[..., 0::2] = x0 * cos - x1 * sin
+        out[..., 1::2] = x0 * sin + x1 * cos
+    else:
+        out[..., : hd // 2] = x0 * cos - x1 * sin
+        out[..., hd // 2 :] = x0 * sin + x1 * cos
+    return out
+
+
+def attention_weights(q: np.ndarray, k: np.ndarray, first_position: int) -> np.ndarray:
+    """Softmax(q k^T / sqrt(hd)) with a causal mask.
+
+    q: (kv_heads, rep, Tq, hd), the query heads grouped by the KV head they share (GQA).
+    k: (kv_heads, Lk, hd). Query t sits at absolute position first_position + t and may attend to
+    keys 0..first_position + t. Returns (kv_heads, rep, Tq, Lk).
+    """
+    n_kv, rep, tq, hd = q.shape
+    scores = np.matmul(q.reshape(n_kv, rep * tq, hd), k.transpose(0, 2, 1))
+    scores = scores.reshape(n_kv, rep, tq, k.shape[1])
+    scores *= F32(1.0 / np.sqrt(hd))
+    if k.shape[1] - 1 > first_position:  # some key lies after some query: mask the future
+        allowed = np.arange(k.shape[1])[None, :] <= (first_position + np.arange(tq))[:, None]
+        scores += np.where(allowed, F32(0), F32(-np.inf))  # (Tq, Lk) broadcast over heads
+    scores -= scores.max(axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=-1, keepdims=True)
+    return scores
+
+
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Causal grouped-query attention of the last Tq positions over all Lk keys/values.
+
+    q: (Tq, heads, hd); k, v: (kv_heads, Lk, hd). Returns (Tq, heads * hd).
+    """
+    tq, n_heads, hd = q.shape
+    n_kv, lk, _ = k.shape
+    rep = n_heads // n_kv  # query heads per KV head; head h reads KV head h // rep
+    q = q.reshape(tq, n_kv, rep, hd).transpose(1, 2, 0, 3)  # (kv_heads, rep, Tq, hd)
+    out = np.empty((n_kv, rep, tq, hd), dtype=F32)
+    past = lk - tq  # keys that precede the first query
+    chunk = max(1, ATTENTION_BLOCK_BYTES // (n_heads * lk * FLOAT32_BYTES))
+    for start in range(0, tq, chunk):
+        stop = min(tq, start + chunk)
+        keys = past + stop  # causal: this block of queries sees no key after its last query
+        probs = attention_weights(np.ascontiguousarray(q[:, :, start:stop]), k[:, :keys], past + start)
+        out[:, :, start:stop] = np.matmul(probs.reshape(n_kv, -1, keys), v[:, :keys]).reshape(
+            n_kv, rep, stop - start, hd
+        )
+    return out.transpose(2, 0, 1, 3).reshape(tq, n_heads * hd)
+
+
+def mlp(x: np.ndarray, layer: LayerWeights) -> np.ndarray:
+    """SwiGLU: down(silu(gate(x)) * up(x))."""
+    gate_up = linear(x, layer.w_gate_up)  # (T, 2 d_ff)
+    d_ff = gate_up.shape[1] // 2
+    return linear(silu(gate_up[:, :d_ff]) * gate_up[:, d_ff:], layer.w_down)
+
+
+def transformer_block(
+    x: np.ndarray,
+    layer: LayerWeights,
+    config: ModelConfig,
+    positions: np.ndarray,
+    cache: KVCache | None,
+    layer_index: int,
+) -> np.ndarray:
+    """Pre-norm block: x + attention(norm(x)), then + mlp(norm(x)). x: (T, d)."""
+    t = x.shape[0]
+    qkv = linear(rms_norm(x, layer.attn_norm, config.rms_eps), layer.wqkv, layer.bqkv)
+    q = qkv[:, : config.q_dim].reshape(t, config.n_heads, config.head_dim)
+    k = qkv[:, config.q_dim : config.q_dim + config.kv_dim].reshape(t, config.n_kv_heads, config.head_dim)
+    v = qkv[:, config.q_dim + config.kv_dim :].reshape(t, config.n_kv_heads, config.head_dim)
+    q = rope(q, positions, config.rope_theta, config.rope_style)
+    k = rope(k, positions, config.rope_theta, config.rope_style)
+    if cache is not None:
+        keys, values = cache.write(layer_index, k, v)  # views of the cache, past + new
+    else:  # no cache: attend over the keys/values computed in this very pass
+        keys = np.ascontiguousarray(k.transpose(1, 0, 2))
+        values = np.ascontiguousarray(v.transpose(1, 0, 2))
+    x = x + linear(attention(q, keys, values), layer.wo)
+    return x + mlp(rms_norm(x, layer.mlp_norm, config.rms_eps), layer)
+
+
+def hidden_states(
+    weights: Weights, config: ModelConfig, token_ids: np.ndarray, cache: KVCache | None
+) -> np.ndarray:
+    """Run the token ids through embedding, every block and the final norm. Returns (T, d)."""
+    token_ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
+    past = cache.length if cache is not None else 0
+    positions = np.arange(past, past + token_ids.shape[0])
+    x = embed(weights.token_embedding, token_ids)
+    for index, layer in enumerate(weights.layers):
+        x = transformer_block(x, layer, config, positions, cache, index)
+    if cache is not None:
+        cache.advance(token_ids.shape[0])
+    return rms_norm(x, weights.final_norm, config.rms_eps)
+
+
+# --- the three ways to run the model ---------------------------------------------------------
+
+def prefill(
+    weights: Weights, config: ModelConfig, token_ids: np.ndarray, cache: KVCache, *, all_logits: bool = False
+) -> np.ndarray:
+    """Process the whole prompt in one batched pass, filling `cache`.
+
+    Returns logits (1, vocab) for the last position, which is all generation needs (inference
+    engines skip the LM head for the other positions), or (T, vocab) with all_logits=True.
+    """
+    h = hidden_states(weights, config, token_ids, cache)
+    return lm_head(h if all_logits else h[-1:], weights.lm_head)
+
+
+def decode_step(weights: Weights, config: ModelConfig, token_id: int, cache: KVCache) -> np.ndarray:
+    """Process one token: attend over the cache, append its K/V. Returns logits (vocab,)."""
+    h = hidden_states(weights, config, np.array([token_id]), cache)
+    return lm_head(h, weights.lm_head)[0]
+
+
+def forward_without_cache(weights: Weights, config: ModelConfig, token_ids: np.ndarray) -> np.ndarray:
+    """Recompute every position from scratch (no KV cache). Returns logits (vocab,) of the last."""
+    h = hidden_states(weights, config, token_ids, cache=None)
+    return lm_head(h[-1:], weights.lm_head)[0]

@@ -1,0 +1,210 @@
+"""Byte-level BPE tokenizer built from a GGUF's vocabulary and merges, plus the chat template.
+
+The `tokenizers` library does the BPE; this module only assembles it the way llama.cpp does for
+each pre-tokenizer type, registers control tokens as special (so `<|im_start|>` is one id), and
+renders chat prompts. No BOS token is prepended (SmolLM2 and Qwen2 set add_bos_token = false).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
+from tokenizers import Tokenizer as HFTokenizer
+
+from .errors import ModelFileError
+
+TOKEN_TYPE_CONTROL = 3  # gguf.TokenType.CONTROL
+
+# llama.cpp's pre-tokenizer regexes (llama-vocab.cpp), by the GGUF's `tokenizer.ggml.pre` value.
+QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+LLAMA3_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+
+def _pre_tokenizer(pre: str) -> pre_tokenizers.PreTokenizer:
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    if pre == "smollm":  # digits one by one, then the GPT-2 split (HF's tokenizer.json for SmolLM2)
+        return pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
+    if pre in ("gpt2", "default", "bytes"):
+        return byte_level
+    split = {"qwen2": QWEN2_SPLIT, "llama-bpe": LLAMA3_SPLIT, "llama3": LLAMA3_SPLIT}.get(pre)
+    if split is None:
+        raise ValueError(f"unsupported pre-tokenizer {pre!r} (supported: smollm, gpt2, qwen2, llama-bpe)")
+    return pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(split), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+
+
+@lru_cache(maxsize=1)
+def _byte_of_char() -> dict[str, int]:
+    """GPT-2's reversible byte -> printable character map, inverted."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    chars = printable[:]
+    n = 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(printable, chars, strict=True)}
+
+
+def byte_level_alphabet() -> list[str]:
+    """The 256 characters byte-level BPE uses for the 256 byte values, in byte order."""
+    return [c for c, _ in sorted(_byte_of_char().items(), key=lambda item: item[1])]
+
+
+@dataclass
+class ChatPrompt:
+    text: str
+    system_prompt: str | None  # the system prompt actually placed in the text
+    system_prompt_is_default: bool  # True when it came from the template's built-in default
+
+
+class Tokenizer:
+    """Encode/decode text, show each token as a reader sees it, and render chat prompts."""
+
+    def __init__(
+        self,
+        tokens: list[str],
+        merges: list[str],
+        token_types: list[int],
+        pre: str,
+        eos_id: int,
+        chat_template: str | None,
+    ) -> None:
+        self.tokens = tokens
+        self.eos_id = eos_id
+        self.chat_template = chat_template or ""
+        vocab = {tok: i for i, tok in enumerate(tokens)}
+        pairs = [tuple(m.split(" ", 1)) for m in merges]
+        bpe = models.BPE(vocab=vocab, merges=pairs, fuse_unk=False, ignore_merges=False)
+        self.hf = HFTokenizer(bpe)
+        self.hf.pre_tokenizer = _pre_tokenizer(pre)
+        self.hf.decoder = decoders.ByteLevel()
+        self.special_ids = {i for i, t in enumerate(token_types) if t == TOKEN_TYPE_CONTROL}
+        self.hf.add_special_tokens(
+            [AddedToken(tokens[i], special=True, normalized=False) for i in sorted(self.special_ids)]
+        )
+        # Generation stops at the end of the assistant's turn, whatever the model calls it.
+        names = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>")
+        self.stop_ids = {eos_id} | {vocab[n] for n in names if n in vocab}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokens)
+
+    def encode(self, text: str) -> list[int]:
+        return self.hf.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: list[int], skip_special: bool = False) -> str:
+        return self.hf.decode(list(ids), skip_special_tokens=skip_special)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        if token_id in self.special_ids:
+            return self.tokens[token_id].encode("utf-8")
+        table = _byte_of_char()
+        return bytes(table[c] for c in self.tokens[token_id] if c in table)
+
+    def display(self, ids: list[int]) -> list[dict]:
+        """[{id, text, partial}] per token, decoding the byte pieces of the whole sequence.
+
+        A token that carries only part of a multi-byte UTF-8 character (common for Chinese) shows
+        the whole character(s) it contributes to, with partial=True.
+        """
+        pieces = [self.token_bytes(i) for i in ids]
+        data = b"".join(pieces)
+        # byte offset -> index of the character it belongs to
+        char_of_byte, starts, pos = [], [], 0
+        text = data.decode("utf-8", errors="replace")
+        for ch_index, ch in enumerate(text):
+            width = len(ch.encode("utf-8")) if ch != "\ufffd" else 1
+            starts.append(pos)
+            char_of_byte.extend([ch_index] * width)
+            pos += width
+        if pos != len(data):  # replacement chars hid invalid bytes: fall back to per-token decoding
+            return [
+                {"id": int(i), "text": p.decode("utf-8", errors="replace"), "partial": False}
+                for i, p in zip(ids, pieces, strict=True)
+            ]
+        out, offset = [], 0
+        for token_id, piece in zip(ids, pieces, strict=True):
+            begin, end = offset, offset + len(piece)
+            offset = end
+            if not piece:
+                out.append({"id": int(token_id), "text": "", "partial": False})
+                continue
+            first, last = char_of_byte[begin], char_of_byte[end - 1]
+            whole = starts[first] == begin and (last + 1 == len(starts) or starts[last + 1] == end)
+            out.append({"id": int(token_id), "text": text[first : last + 1], "partial": not whole})
+        return out
+
+    # --- chat template ------------------------------------------------------------------------
+
+    @property
+    def chat_format(self) -> str | None:
+        if "<|im_start|>" in self.chat_template or (not self.chat_template and "<|im_start|>" in self.tokens):
+            return "chatml"
+        if "<|start_header_id|>" in self.chat_template:
+            return "llama3"
+        return None
+
+    @property
+    def default_system_prompt(self) -> str | None:
+        """The system prompt the GGUF's template inserts when the conversation has none."""
+        match = re.search(r"<\|im_start\|>system(?:\n|\\n)([^<{'\"]+?)<\|im_end\|>", self.chat_template)
+        return match.group(1) if match else None
+
+    def render_chat(self, user_message: str, system_prompt: str | None = None) -> ChatPrompt:
+        """The prompt as the model sees it, ending where the assistant's answer begins."""
+        is_default = system_prompt is None and self.default_system_prompt is not None
+        system = self.default_system_prompt if system_prompt is None else system_prompt
+        if self.chat_format == "chatml":
+            head = f"<|im_start|>system\n{system}<|im_end|>\n" if system else ""
+            text = f"{head}<|im_start|>user\n{user_message}<|im_end|>\n<|im_start|>assistant\n"
+        elif self.chat_format == "llama3":
+            head = f"<|start_header_id|>system<|end_header_id|>\n\n{system}<|eot_id|>" if system else ""
+            text = (
+                f"<|begin_of_text|>{head}<|start_header_id|>user<|end_header_id|>\n\n{user_message}<|eot_id|>"
+                "<|start_header_id|>assistant<|end_header_id|>\n\n"
+            )
+        else:
+            raise ModelFileError(
+                "this model's chat template is not ChatML or Llama 3; record without the template (--no-chat)"
+            )
+        return ChatPrompt(text=text, system_prompt=system or None, system_prompt_is_default=is_default)
+
+    # --- persistence (so a warm load does not re-parse the GGUF) ------------------------------
+
+    def to_state(self) -> dict:
+        return {
+            "tokenizer_json": self.hf.to_str(),
+            "tokens": self.tokens,
+            "special_ids": sorted(self.special_ids),
+            "eos_id": self.eos_id,
+            "chat_template": self.chat_template,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> Tokenizer:
+        self = cls.__new__(cls)
+        self.tokens = state["tokens"]
+        self.eos_id = state["eos_id"]
+        self.chat_template = state["chat_template"]
+        self.special_ids = set(state["special_ids"])
+        self.hf = HFTokenizer.from_str(state["tokenizer_json"])
+        vocab = {tok: i for i, tok in enumerate(self.tokens)}
+        names = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>")
+        self.stop_ids = {self.eos_id} | {vocab[n] for n in names if n in vocab}
+        return self
