@@ -302,7 +302,7 @@ def validate() -> list[dict[str, Any]]:
             projected_tps = n / prefill_seconds(m, device, dtype, n)
         else:
             projected_tps = 1 / decode_seconds(m, device, dtype, n)
-        measured_tps = value(result["tokens_per_s"])
+        measured_tps = float(result["tokens_per_s"])
         ratio = measured_tps / projected_tps
         rows.append(
             {
@@ -316,7 +316,7 @@ def validate() -> list[dict[str, Any]]:
                 "projected_tps": projected_tps,
                 "ratio": ratio,
                 "within_tolerance": VALIDATION_RATIO_RANGE[0] <= ratio <= VALIDATION_RATIO_RANGE[1],
-                "source": _cite(result["tokens_per_s"]["source"], data["sources"]),
+                "source": _cite(result["source"], data["sources"]),
             }
         )
     return rows

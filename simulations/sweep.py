@@ -1,0 +1,205 @@
+"""Measured sweeps on the real model: how TTFT and decode speed change with prompt length, and what
+the KV cache saves over recomputing every position.
+
+Prompts of an exact length are built from a real English passage: its token ids are repeated and cut
+to the length needed (see `prompt_of_length`). Repeated text costs the same as fresh text — every
+matmul and attention score depends on how many tokens there are, not on which — so the timings are
+those of any prompt of that length. Generation is greedy (argmax), so the cached and recomputed
+paths can be compared token for token.
+
+Every point is the median of repeated runs. Long prompts get fewer repeats (`repeats_for`) so the
+whole sweep stays affordable on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import PromptError
+from .model import KVCache, decode_step, forward_without_cache, prefill
+
+Progress = Callable[[str, float | None], None] | None
+
+# A plain-English passage whose token ids are tiled to build prompts of any length.
+PASSAGE = (
+    "A language model answers in two phases. First it reads the whole prompt at once: every token "
+    "passes through every layer together, and the keys and values of each token are kept in a cache. "
+    "This is prefill, and it keeps the arithmetic units busy. Then it writes the answer one token at a "
+    "time: each new token reads every weight and the whole cache to produce a single next token. This "
+    "is decode, and it waits on memory. The time to the first token grows with the prompt; the time "
+    "per token afterwards grows slowly with everything already in the cache. "
+)
+PREFILL_TOKEN_BUDGET = 4096  # prompt tokens per sweep point across its repeats; caps long prompts' repeats
+RECOMPUTE_TOKEN_BUDGET = 1536  # context tokens recomputed per cache-vs-recompute point
+
+
+def prompt_of_length(model: Any, n_tokens: int) -> np.ndarray:
+    """Exactly `n_tokens` token ids: the passage's ids repeated and cut. Errors past the model's context."""
+    if n_tokens < 1:
+        raise PromptError(f"prompt length must be at least 1 token, got {n_tokens}")
+    if n_tokens > model.config.max_context:
+        raise PromptError(
+            f"a {n_tokens}-token prompt exceeds {model.name}'s context of {model.config.max_context} tokens "
+            f"— allowed: 1..{model.config.max_context}"
+        )
+    passage = np.asarray(model.tokenizer.encode(PASSAGE), dtype=np.int64)
+    repeats = -(-n_tokens // len(passage))  # ceiling division
+    return np.tile(passage, repeats)[:n_tokens]
+
+
+def repeats_for(n_tokens: int, repeats: int, budget: int = PREFILL_TOKEN_BUDGET) -> int:
+    """Repeats for one point: `repeats`, fewer when that would exceed `budget` tokens, at least one."""
+    return max(1, min(repeats, budget // n_tokens))
+
+
+def _ms_since(start: float) -> float:
+    return (time.perf_counter() - start) * 1000
+
+
+def _greedy(logits: np.ndarray) -> int:
+    return int(np.argmax(logits.reshape(-1, logits.shape[-1])[-1]))
+
+
+def prefill_then_decode(model: Any, prompt: np.ndarray, decode_steps: int) -> dict[str, Any]:
+    """One timed run: prefill the prompt, then `decode_steps` greedy decode steps with the KV cache."""
+    cache = KVCache.empty(model.config, len(prompt) + decode_steps + 1)
+    start = time.perf_counter()
+    token = _greedy(prefill(model.weights, model.config, prompt, cache))
+    ttft_ms = _ms_since(start)
+    kv_bytes_after_prefill = cache.nbytes
+    tokens, step_ms = [token], []
+    for _ in range(decode_steps):
+        start = time.perf_counter()
+        token = _greedy(decode_step(model.weights, model.config, token, cache))
+        step_ms.append(_ms_since(start))
+        tokens.append(token)
+    return {"ttft_ms": ttft_ms, "step_ms": step_ms, "tokens": tokens, "kv_bytes": kv_bytes_after_prefill}
+
+
+def prompt_length_point(model: Any, n_tokens: int, decode_steps: int, repeats: int) -> dict[str, Any]:
+    """TTFT and decode speed at one prompt length, as medians over repeated runs."""
+    prompt = prompt_of_length(model, n_tokens)
+    runs = [prefill_then_decode(model, prompt, decode_steps) for _ in range(repeats_for(n_tokens, repeats))]
+    ttft_ms = statistics.median(run["ttft_ms"] for run in runs)
+    decode_ms = statistics.median(statistics.median(run["step_ms"]) for run in runs) if decode_steps else None
+    return {
+        "prompt_tokens": n_tokens,
+        "ttft_ms": ttft_ms,
+        "decode_ms_per_token": decode_ms,
+        "tps": 1000 / decode_ms if decode_ms else None,
+        "prefill_tokens_per_s": n_tokens / ttft_ms * 1000,
+        "repeats": len(runs),
+        "decode_steps": decode_steps,
+        "ttft_ms_runs": [run["ttft_ms"] for run in runs],
+        "kv_bytes": runs[0]["kv_bytes"],
+    }
+
+
+def recompute_tokens(model: Any, sequence: np.ndarray, n_tokens: int) -> tuple[list[int], list[float]]:
+    """Greedy tokens and ms per token from `forward_without_cache`, re-reading the whole sequence each time."""
+    tokens, step_ms = [], []
+    for _ in range(n_tokens):
+        start = time.perf_counter()
+        token = _greedy(forward_without_cache(model.weights, model.config, sequence))
+        step_ms.append(_ms_since(start))
+        tokens.append(token)
+        sequence = np.append(sequence, token)
+    return tokens, step_ms
+
+
+def cache_vs_recompute_point(model: Any, context: int, decode_steps: int) -> dict[str, Any]:
+    """Decode ms/token at `context` with the KV cache and by recomputing everything, plus their tokens."""
+    prompt = prompt_of_length(model, context)
+    cached = prefill_then_decode(model, prompt, decode_steps)
+    # The cached run's step i consumes token i and yields token i+1; recompute the same steps from
+    # the prompt plus the prefill's first token.
+    n_recompute = max(1, min(decode_steps, RECOMPUTE_TOKEN_BUDGET // context))
+    recomputed, recompute_ms = recompute_tokens(model, np.append(prompt, cached["tokens"][0]), n_recompute)
+    cached_ms = statistics.median(cached["step_ms"])
+    recompute_median = statistics.median(recompute_ms)
+    return {
+        "context": context,
+        "cached_ms_per_token": cached_ms,
+        "recompute_ms_per_token": recompute_median,
+        "speedup": recompute_median / cached_ms,
+        "cached_steps": decode_steps,
+        "recompute_steps": n_recompute,
+        "cached_tokens": cached["tokens"][1:],
+        "recompute_tokens": recomputed,
+        "identical_tokens": cached["tokens"][1 : 1 + n_recompute] == recomputed,
+    }
+
+
+def _model_summary(model: Any) -> dict[str, Any]:
+    config = model.config
+    return {
+        "name": model.name,
+        "source": model.source,
+        "fingerprint": model.fingerprint,
+        "params": config.n_params,
+        "layers": config.n_layers,
+        "max_context": config.max_context,
+        "kv_bytes_per_token": config.kv_bytes_per_token,
+    }
+
+
+def _check_lengths(model: Any, lengths: Sequence[int], decode_steps: int, what: str) -> None:
+    too_long = [n for n in lengths if n + decode_steps + 1 > model.config.max_context]
+    if too_long:
+        raise PromptError(
+            f"{what} {too_long} plus {decode_steps} decode steps exceed {model.name}'s context of "
+            f"{model.config.max_context} tokens — allowed: up to {model.config.max_context - decode_steps - 1}"
+        )
+
+
+def sweep(
+    model: Any,
+    prompt_lengths: Sequence[int] = (128, 512, 2048, 4096),
+    decode_steps: int = 16,
+    repeats: int = 3,
+    contexts: Sequence[int] = (64, 128, 256, 512, 1024),
+    progress: Progress = None,
+) -> dict[str, Any]:
+    """Prompt-length sweep (TTFT, decode ms/token, TPS) and cache-vs-recompute, measured on `model`."""
+    from .machine import machine_info
+
+    _check_lengths(model, prompt_lengths, decode_steps, "prompt lengths")
+    _check_lengths(model, contexts, decode_steps, "contexts")
+    report = progress or (lambda message, fraction: None)
+    total = len(prompt_lengths) + len(contexts)
+    started = time.perf_counter()
+    # Untimed warm-up: page in memory-mapped weights and start BLAS threads before the first timing.
+    prefill_then_decode(model, prompt_of_length(model, min(64, model.config.max_context - 3)), 2)
+
+    points = []
+    for i, n in enumerate(prompt_lengths):
+        report(f"prompt of {n} tokens: prefill + {decode_steps} decode steps", i / total)
+        points.append(prompt_length_point(model, n, decode_steps, repeats))
+    comparisons = []
+    for j, context in enumerate(contexts):
+        report(f"context {context}: KV cache vs recompute", (len(prompt_lengths) + j) / total)
+        comparisons.append(cache_vs_recompute_point(model, context, decode_steps))
+    report("sweep done", 1.0)
+
+    return {
+        "prompt_lengths": points,
+        "cache_vs_recompute": comparisons,
+        "identical_tokens": all(c["identical_tokens"] for c in comparisons),
+        "machine": machine_info(),
+        "model": _model_summary(model),
+        "settings": {"decode_steps": decode_steps, "repeats": repeats, "sampling": "greedy"},
+        "method": (
+            "Prompts of exact length: the token ids of a fixed English passage, repeated and cut. "
+            "TTFT = wall time of prefill (prompt -> first token's logits). decode_ms_per_token = median "
+            f"of {decode_steps} greedy decode steps with the KV cache after that prefill; tps = 1000 / it. "
+            f"Each point is the median over repeats (fewer for long prompts: at most {PREFILL_TOKEN_BUDGET} "
+            "prompt tokens per point). Recompute = forward_without_cache over the whole sequence per new "
+            f"token, for as many tokens as fit {RECOMPUTE_TOKEN_BUDGET} context tokens (at least one)."
+        ),
+        "seconds": time.perf_counter() - started,
+    }
