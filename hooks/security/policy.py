@@ -1,0 +1,48 @@
+"""The security policy of the built site: one place that says what a page may load and run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+# Directive → sources, in the order they are written. `script-src` gets the page's inline-script
+# hashes appended. Why each line is what it is: hooks/security/README.md.
+_DIRECTIVES: tuple[tuple[str, str], ...] = (
+    ("default-src", "'self'"),
+    ("script-src", "'self'"),
+    # plotly.js writes style="…" attributes on its SVG nodes and injects one <style> element for
+    # its hover and mode-bar rules; neither can be hashed (attributes would need 'unsafe-hashes',
+    # and the values change at run time). Inline CSS cannot run code.
+    ("style-src", "'self' 'unsafe-inline'"),
+    # Material's icons and plotly's mode-bar use data: SVG images.
+    ("img-src", "'self' data:"),
+    ("font-src", "'self'"),
+    ("connect-src", "'self'"),
+    # Material's search runs in a Web Worker loaded from the site.
+    ("worker-src", "'self'"),
+    ("object-src", "'none'"),
+    ("base-uri", "'self'"),
+    ("form-action", "'self'"),
+    ("frame-ancestors", "'none'"),
+)
+
+# Sent with every response, pages and assets alike.
+COMMON_HEADERS: tuple[tuple[str, str], ...] = (
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "no-referrer"),
+    ("X-Frame-Options", "DENY"),
+    ("Cross-Origin-Opener-Policy", "same-origin"),
+    # Only features Chromium knows: an unknown one is reported as a console error.
+    ("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=(), usb=(), "
+                           "accelerometer=(), gyroscope=(), magnetometer=(), display-capture=()"),
+)
+
+
+def content_security_policy(script_hashes: Iterable[str]) -> str:
+    """The CSP header value for a page whose inline scripts have these `'sha256-…'` hashes."""
+    hashes = sorted(set(script_hashes))
+    parts = []
+    for directive, sources in _DIRECTIVES:
+        if directive == "script-src" and hashes:
+            sources = " ".join([sources, *hashes])
+        parts.append(f"{directive} {sources}")
+    return "; ".join(parts)
