@@ -1,0 +1,57 @@
+// conversation (two-phases): the prompt as a chat bubble, prefill lighting every prompt token at once,
+// the first token with its TTFT, then the answer at its recorded pace while the KV cache fills.
+import { h, meter, setText } from "../dom.js";
+import { createPlayer } from "../player.js";
+import { keysHint, prepareStage, promptTokens, readout, shownSteps, ticksOf } from "../stage.js";
+import { answerView, phaseBadge, phaseOf, promptView } from "../tokens.js";
+
+export function mount(demo, data, { reducedMotion }) {
+  const { stage, text, format } = prepareStage(demo, data, { focusable: true });
+  const trace = data.trace;
+  const steps = shownSteps(trace);
+  const ticks = ticksOf(steps);
+  const finalCache = trace.steps[trace.steps.length - 1];
+
+  const prompt = promptView(promptTokens(data), text("conversation.prompt"));
+  const answer = answerView(steps, trace.answer, text("common.waiting"));
+  const phase = phaseBadge(text);
+  const ttft = readout(text("common.ttft"));
+  const clock = readout(text("common.clock"));
+  const rate = readout(text("common.tps"));
+  const cache = meter(text("common.kv_cache"));
+
+  stage.append(
+    h("div", { class: "pd-chat" },
+      h("div", { class: "pd-bubble pd-bubble--user" },
+        h("span", { class: "pd-bubble__who", text: text("conversation.user") }), prompt.node),
+      h("div", { class: "pd-bubble pd-bubble--model" },
+        h("span", { class: "pd-bubble__who", text: text("conversation.model") }), answer.node)),
+    h("div", { class: "pd-status" }, phase.node,
+      h("dl", { class: "pd-readouts" }, clock.node, ttft.node, rate.node)),
+    cache.node,
+  );
+
+  const player = createPlayer({
+    root: demo,
+    ticks,
+    text,
+    reducedMotion,
+    describe: (state) => answer.shownText() || text("common.waiting"),
+    render(state) {
+      const current = phaseOf(state);
+      phase.set(current);
+      prompt.set(current === "prefill" ? "reading" : state.count > 0 ? "cached" : "idle");
+      answer.set(state.count);
+      setText(clock.value, format.ms(state.t));
+      setText(ttft.value, state.count > 0 ? format.ms(ticks[0]) : "–");
+      const decoded = state.count - 1;
+      setText(rate.value, decoded > 0
+        ? `${format.number((decoded * 1000) / (ticks[state.count - 1] - ticks[0]))} tok/s` : "–");
+      const step = state.count > 0 ? steps[state.count - 1] : null;
+      const tokens = step ? step.kv_tokens : 0;
+      cache.set(tokens / finalCache.kv_tokens,
+        text("common.kv_value", { tokens: format.number(tokens, 0), bytes: format.bytes(step ? step.kv_bytes : 0) }));
+    },
+  });
+  stage.append(player.controls, keysHint(demo, text));
+}

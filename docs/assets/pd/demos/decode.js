@@ -1,0 +1,126 @@
+// decode (decode chapter): one token per step. The cache grows by one; the new token's attention over
+// every cached position (real weights) shows under the tokens; the top-5 candidates with their
+// probabilities, the chosen one marked; a chart of ms/token with the KV cache against full recompute.
+import { h, setAttr, setClass, setText, tokenChip } from "../dom.js";
+import { createChart } from "../charts.js";
+import { createPlayer } from "../player.js";
+import { keysHint, prepareStage, readout, shownSteps, ticksOf } from "../stage.js";
+import { answerView, phaseBadge, phaseOf } from "../tokens.js";
+
+const CANDIDATES = 5;
+
+/** One row per candidate: token, probability bar, percentage. */
+function candidatesView(text) {
+  const rows = Array.from({ length: CANDIDATES }, () => {
+    const chip = h("span", { class: "pd-token" });
+    const fill = h("span", { class: "pd-meter__fill" });
+    const bar = h("span", { class: "pd-meter__bar", "aria-hidden": "true" }, fill);
+    const prob = h("span", { class: "pd-candidate__prob" });
+    const mark = h("span", { class: "pd-visually-hidden" });
+    const row = h("li", {}, h("span", {}, chip, mark), bar, prob);
+    return { row, chip, fill, prob, mark };
+  });
+  const list = h("ol", { class: "pd-candidates", "aria-label": text("decode.candidates") }, ...rows.map((r) => r.row));
+  return {
+    node: h("div", {}, h("p", { class: "pd-keys", text: text("decode.candidates") }), list),
+    set(step, format) {
+      const top = step?.top || [];
+      rows.forEach((view, i) => {
+        const candidate = top[i];
+        view.row.hidden = !candidate;
+        if (!candidate) return;
+        setText(view.chip, candidate.text === "" ? "\u00a0" : candidate.text);
+        view.fill.style.setProperty("--pd-fill", candidate.prob.toFixed(4));
+        setText(view.prob, format.percent(candidate.prob));
+        const chosen = candidate.id === step.token.id;
+        setClass(view.row, "pd-candidate--chosen", chosen);
+        setText(view.mark, chosen ? ` (${text("decode.chosen")})` : "");
+      });
+    },
+  };
+}
+
+export function mount(demo, data, { reducedMotion }) {
+  const { stage, text, format } = prepareStage(demo, data, { focusable: true });
+  const trace = data.trace;
+  const steps = shownSteps(trace);
+  const ticks = ticksOf(steps);
+
+  // The cache holds the rendered prompt, then every generated token once the next step consumes it.
+  const cachedTokens = [...(trace.prompt?.tokens || []), ...steps.map((step) => step.token)];
+  const chips = cachedTokens.map(tokenChip);
+  const context = h("p", { class: "pd-context", "aria-hidden": "true" });
+  const counter = h("span", { class: "pd-counter", "aria-live": "off" });
+  const phase = phaseBadge(text);
+  const perToken = readout(text("decode.ms_per_token"));
+  const clock = readout(text("common.clock"));
+  const answer = answerView(steps, trace.answer, text("common.waiting"));
+  const candidates = candidatesView(text);
+
+  const figures = data.figures || {};
+  const attention = figures.attention ? createChart(figures.attention, {
+    label: text("decode.attention"), loadingText: text("common.loading_chart"),
+  }) : null;
+  const compare = figures.cache_vs_recompute ? createChart(figures.cache_vs_recompute, {
+    label: text("decode.cache_vs_recompute"), loadingText: text("common.loading_chart"),
+  }) : null;
+
+  stage.append(
+    h("div", { class: "pd-status" }, counter, phase.node, h("dl", { class: "pd-readouts" }, clock.node, perToken.node)),
+    h("div", { class: "pd-bubble" }, h("span", { class: "pd-bubble__who", text: text("decode.cache") }), context),
+    h("div", { class: "pd-bubble pd-bubble--model" },
+      h("span", { class: "pd-bubble__who", text: text("decode.answer") }), answer.node),
+    candidates.node,
+    attention?.node,
+  );
+
+  const promptLength = trace.prompt?.tokens?.length || 0;
+  let shownChips = 0;
+  let weighted = [];
+
+  function showContext(count) {
+    // Count tokens produced so far: the prompt plus count-1 of them are cached; the newest is "next".
+    const visible = count === 0 ? promptLength : promptLength + count;
+    while (shownChips < visible) context.append(chips[shownChips++]);
+    while (shownChips > visible) chips[--shownChips].remove();
+    chips.forEach((chip, i) => setClass(chip, "pd-token--next", count > 0 && i === visible - 1));
+    for (const chip of weighted) chip.style.removeProperty("--pd-attention");
+    weighted = [];
+    const weights = count > 0 ? steps[count - 1].attention?.weights : null;
+    if (!weights?.length) return;
+    const peak = Math.max(...weights) || 1;
+    weights.forEach((weight, i) => {
+      const chip = chips[i];
+      if (!chip) return;
+      chip.style.setProperty("--pd-attention", (weight / peak).toFixed(3));
+      weighted.push(chip);
+    });
+  }
+
+  let lastCount = -1;
+  const player = createPlayer({
+    root: demo,
+    ticks,
+    text,
+    reducedMotion,
+    describe: (state) => (state.count > 0
+      ? text("decode.announce", { token: steps[state.count - 1].token.text, cached: steps[state.count - 1].kv_tokens })
+      : text("common.waiting")),
+    render(state) {
+      phase.set(phaseOf(state));
+      setText(clock.value, format.ms(state.t));
+      if (state.count === lastCount) return;
+      lastCount = state.count;
+      const step = state.count > 0 ? steps[state.count - 1] : null;
+      setText(counter, text("decode.cached", { n: format.number(step ? step.kv_tokens : 0, 0) }));
+      setText(perToken.value, step && state.count > 1 ? format.ms(step.end_ms - step.start_ms) : "–");
+      answer.set(state.count);
+      showContext(state.count);
+      candidates.set(step, format);
+      setAttr(context, "data-pd-cached", step ? step.kv_tokens : 0);
+      if (attention && state.count > 0) attention.animateTo(`step-${state.count - 1}`);
+    },
+  });
+  stage.append(player.controls, keysHint(demo, text));
+  if (compare) stage.append(compare.node);
+}

@@ -1,0 +1,10 @@
+// recap (summary): one compact figure, TTFT against prompt length beside TPS against prompt length.
+import { createChart } from "../charts.js";
+import { prepareStage } from "../stage.js";
+
+export function mount(demo, data) {
+  const { stage, text } = prepareStage(demo, data);
+  const figure = data.figures?.recap;
+  if (!figure) return;
+  stage.append(createChart(figure, { label: text("recap.chart"), loadingText: text("common.loading_chart") }).node);
+}

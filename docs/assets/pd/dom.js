@@ -1,0 +1,118 @@
+// Small DOM and text helpers shared by the demos.
+// Text from the demo JSON only ever reaches the page through textContent, never innerHTML.
+
+/** Create an element: h("button", {type: "button", class: "x"}, "text", child). */
+export function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === false || value === null || value === undefined) continue;
+    if (name === "class") node.className = value;
+    else if (name === "text") node.textContent = value;
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+/** Set text only when it changes, so a frame that changes nothing writes nothing. */
+export function setText(node, text) {
+  const value = String(text);
+  if (node.textContent !== value) node.textContent = value;
+}
+
+/** Set an attribute only when it changes. */
+export function setAttr(node, name, value) {
+  const text = String(value);
+  if (node.getAttribute(name) !== text) node.setAttribute(name, text);
+}
+
+/** Toggle a class only when it changes. */
+export function setClass(node, name, on) {
+  if (node.classList.contains(name) !== Boolean(on)) node.classList.toggle(name, Boolean(on));
+}
+
+/**
+ * Labels come from the JSON's `strings`. A missing key shows the key itself (so a gap is
+ * visible while developing) and is recorded on the demo as data-pd-missing-strings for tests.
+ */
+export function makeStrings(strings, root) {
+  const missing = new Set();
+  return function text(key, vars = {}) {
+    let value = strings && typeof strings[key] === "string" ? strings[key] : null;
+    if (value === null) {
+      missing.add(key);
+      root.dataset.pdMissingStrings = [...missing].join(" ");
+      value = key;
+    }
+    return value.replace(/\{(\w+)\}/g, (whole, name) => (name in vars ? String(vars[name]) : whole));
+  };
+}
+
+/** Number formatting for the page's language; both languages use the same digits. */
+export function makeFormat(lang) {
+  const locale = lang === "zh" ? "zh-CN" : "en";
+  const cache = new Map();
+  const formatter = (digits) => {
+    if (!cache.has(digits)) {
+      cache.set(digits, new Intl.NumberFormat(locale, {
+        minimumFractionDigits: digits, maximumFractionDigits: digits,
+      }));
+    }
+    return cache.get(digits);
+  };
+  return {
+    /** A number with a sensible number of decimals for its size. */
+    number(value, digits) {
+      if (!Number.isFinite(value)) return "–";
+      const d = digits ?? (Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : 2);
+      return formatter(d).format(value);
+    },
+    ms(value) { return `${this.number(value)} ms`; },
+    bytes(value) {
+      if (!Number.isFinite(value)) return "–";
+      if (value >= 1e9) return `${this.number(value / 1e9)} GB`;
+      if (value >= 1e6) return `${this.number(value / 1e6)} MB`;
+      if (value >= 1e3) return `${this.number(value / 1e3)} KB`;
+      return `${this.number(value, 0)} B`;
+    },
+    percent(fraction) { return `${this.number(fraction * 100, fraction * 100 >= 10 ? 0 : 1)}%`; },
+  };
+}
+
+/** A meter: a labelled bar whose fill is a fraction 0..1 (role=meter for screen readers). */
+export function meter(label) {
+  const fill = h("span", { class: "pd-meter__fill" });
+  const value = h("span", { class: "pd-meter__value" });
+  const bar = h("span", {
+    class: "pd-meter__bar", role: "meter", "aria-valuemin": 0, "aria-valuemax": 100,
+    "aria-valuenow": 0, "aria-label": label,
+  }, fill);
+  const node = h("div", { class: "pd-meter" }, h("span", { class: "pd-meter__label", text: label }), bar, value);
+  return {
+    node,
+    set(fraction, text) {
+      const clamped = Math.max(0, Math.min(1, Number.isFinite(fraction) ? fraction : 0));
+      fill.style.setProperty("--pd-fill", clamped.toFixed(4));
+      setAttr(bar, "aria-valuenow", Math.round(clamped * 100));
+      setAttr(bar, "aria-valuetext", text);
+      setText(value, text);
+    },
+  };
+}
+
+/** Token chips: one span per token, text escaped, special tokens marked. */
+export function tokenChip(token) {
+  const text = token && typeof token.text === "string" ? token.text : "";
+  const special = /^<\|[^|]*\|>$|^<\/?s>$/.test(text);
+  const chip = h("span", { class: special ? "pd-token pd-token--special" : "pd-token" });
+  chip.textContent = text === "" ? "\u00a0" : text;
+  return chip;
+}
+
+/** True for an end-of-sequence token the answer does not show. */
+export function isEndToken(token) {
+  return Boolean(token) && /^<\|(im_end|endoftext|end_of_text|eot_id)\|>$|^<\/s>$/.test(token.text ?? "");
+}

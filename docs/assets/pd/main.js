@@ -1,0 +1,44 @@
+// Entry point, loaded on every page: finds the demo placeholders and, when one nears the viewport,
+// imports its module and fetches its data. Pages without demos load nothing more.
+const KINDS = new Set(["conversation", "prefill", "decode", "timeline", "roofline", "recap"]);
+const NEAR_VIEW = "600px 0px";
+
+function showError(demo, error) {
+  demo.dataset.pdStatus = "error";
+  const stage = demo.querySelector("[data-pd-stage]");
+  if (stage) stage.textContent = "";
+  // The static fallback stays visible; the error goes to the console for the author.
+  console.error(`prefill-decode demo ${demo.id || ""}:`, error);
+}
+
+async function mount(demo) {
+  const kind = demo.dataset.pdDemo;
+  const url = demo.dataset.pdTrace;
+  if (!KINDS.has(kind) || !url) return;
+  demo.dataset.pdStatus = "loading";
+  try {
+    const [module, response] = await Promise.all([
+      import(`./demos/${kind}.js`),
+      fetch(new URL(url, document.baseURI), { credentials: "same-origin" }),
+    ]);
+    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+    const data = await response.json();
+    const reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    module.mount(demo, data, { reducedMotion });
+    demo.dataset.pdStatus = "ready";
+  } catch (error) {
+    showError(demo, error);
+  }
+}
+
+const demos = document.querySelectorAll(".pd-demo[data-pd-demo]");
+if (demos.length) {
+  const observer = new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      observer.unobserve(entry.target);
+      mount(entry.target);
+    }
+  }, { rootMargin: NEAR_VIEW });
+  demos.forEach((demo) => observer.observe(demo));
+}

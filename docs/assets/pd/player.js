@@ -1,0 +1,187 @@
+// The shared player: plays a recorded trace on its own clock (real milliseconds × a speed factor).
+// State lives in one object; every change goes through update(), which calls render(state).
+// `ticks[i]` is the recorded time (ms) at which token i+1 appears; `count` tokens are shown at `t`.
+import { h, setAttr, setText } from "./dom.js";
+
+const SPEEDS = [0.25, 0.5, 1, 2, 4];
+// A token shown for less than this is a blur; below it the default becomes "slow motion".
+const VISIBLE_TOKEN_MS = 180;
+// Cap one animation frame's step so a backgrounded tab does not jump to the end.
+const MAX_FRAME_MS = 100;
+
+/** Recorded time of each token; count tokens are visible at time t. */
+export function countAt(ticks, t) {
+  let low = 0;
+  let high = ticks.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (ticks[mid] <= t) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
+/** Time at which exactly `count` tokens are visible (the moment the last of them appeared). */
+export function timeOf(ticks, count) {
+  return count <= 0 ? 0 : ticks[Math.min(count, ticks.length) - 1];
+}
+
+/** Speed factor that shows a typical token for about VISIBLE_TOKEN_MS, or null if 1× is slow enough. */
+export function slowMotionFactor(ticks) {
+  const gaps = ticks.map((tick, i) => tick - (i ? ticks[i - 1] : 0)).filter((gap) => gap > 0).sort((a, b) => a - b);
+  if (!gaps.length) return null;
+  const median = gaps[gaps.length >> 1];
+  if (median >= VISIBLE_TOKEN_MS * 0.6) return null;
+  const factor = median / VISIBLE_TOKEN_MS;
+  const digits = Math.max(0, 1 - Math.floor(Math.log10(factor)));
+  return Number(factor.toFixed(Math.min(digits, 6)));
+}
+
+function speedLabel(factor) {
+  return `${factor}×`;
+}
+
+/** Speed forced by the page URL (?pd-speed=64), used by tests; null when absent or invalid. */
+export function speedFromUrl() {
+  const raw = new URLSearchParams(window.location.search).get("pd-speed");
+  const value = raw === null ? NaN : Number(raw);
+  return Number.isFinite(value) && value > 0 && value <= 10000 ? value : null;
+}
+
+/**
+ * Build a player for `ticks` and wire it to `root` (the demo element, which gets keyboard handling).
+ * render(state) is called after every change; describe(state) gives the text announced to screen readers.
+ */
+export function createPlayer({ root, ticks, text, reducedMotion, render, describe }) {
+  const total = ticks.length;
+  const duration = total ? ticks[total - 1] : 0;
+  const slow = slowMotionFactor(ticks);
+  const forced = speedFromUrl();
+  const state = {
+    t: reducedMotion ? duration : 0,
+    count: reducedMotion ? total : 0,
+    total,
+    duration,
+    playing: false,
+    speed: forced ?? slow ?? 1,
+    reducedMotion,
+  };
+
+  const playButton = h("button", { type: "button", class: "pd-button pd-button--play" });
+  const backButton = h("button", { type: "button", class: "pd-button", "aria-label": text("common.step_back"), title: text("common.step_back") }, "⏮\uFE0E");
+  const forwardButton = h("button", { type: "button", class: "pd-button", "aria-label": text("common.step_forward"), title: text("common.step_forward") }, "⏭\uFE0E");
+  const restartButton = h("button", { type: "button", class: "pd-button", "aria-label": text("common.restart"), title: text("common.restart") }, "↺");
+  const scrubberId = `${root.id || "pd"}-scrubber`;
+  const scrubber = h("input", {
+    type: "range", class: "pd-scrubber", id: scrubberId, min: 0, max: total, step: 1, value: state.count,
+  });
+  const speedId = `${root.id || "pd"}-speed`;
+  const speedSelect = h("select", { class: "pd-select", id: speedId });
+  const factors = new Set(SPEEDS);
+  if (slow) factors.add(slow);
+  if (forced) factors.add(forced);
+  for (const factor of [...factors].sort((a, b) => a - b)) {
+    const label = factor === slow ? `${text("common.speed_slow")} (${speedLabel(factor)})` : speedLabel(factor);
+    speedSelect.append(h("option", { value: factor, selected: factor === state.speed }, label));
+  }
+  const live = h("p", { class: "pd-visually-hidden", "aria-live": "polite", "aria-atomic": "true" });
+
+  const controls = h("div", { class: "pd-controls", role: "group", "aria-label": text("common.controls") },
+    reducedMotion ? null : playButton,
+    backButton, forwardButton, restartButton,
+    h("label", { class: "pd-controls__scrub", for: scrubberId },
+      h("span", { class: "pd-visually-hidden", text: text("common.scrubber") }), scrubber),
+    reducedMotion ? null : h("label", { class: "pd-controls__speed", for: speedId },
+      h("span", { text: text("common.speed") }), speedSelect),
+    live);
+
+  let frame = 0;
+  let lastNow = 0;
+
+  function announce() {
+    if (describe) setText(live, describe(state));
+  }
+
+  function update(changes) {
+    Object.assign(state, changes);
+    state.count = countAt(ticks, state.t);
+    setText(playButton, state.playing ? `⏸\uFE0E ${text("common.pause")}` : `▶\uFE0E ${text("common.play")}`);
+    setAttr(playButton, "aria-label", state.playing ? text("common.pause") : text("common.play"));
+    if (scrubber.value !== String(state.count)) scrubber.value = String(state.count);
+    setAttr(scrubber, "aria-valuetext", text("common.position", { n: state.count, total }));
+    backButton.disabled = state.count === 0;
+    forwardButton.disabled = state.count === total;
+    root.dataset.pdState = state.playing ? "playing" : state.count === total ? "ended" : "paused";
+    root.dataset.pdCount = String(state.count);
+    render(state);
+  }
+
+  function tick(now) {
+    const elapsed = Math.min(MAX_FRAME_MS, now - lastNow);
+    lastNow = now;
+    const t = Math.min(duration, state.t + elapsed * state.speed);
+    if (t >= duration) {
+      update({ t: duration, playing: false });
+      announce();
+      return;
+    }
+    update({ t });
+    frame = requestAnimationFrame(tick);
+  }
+
+  function play() {
+    if (reducedMotion || state.playing || !total) return;
+    const from = state.count === total ? 0 : state.t;
+    lastNow = performance.now();
+    update({ t: from, playing: true });
+    frame = requestAnimationFrame(tick);
+  }
+
+  function pause() {
+    cancelAnimationFrame(frame);
+    if (state.playing) {
+      update({ playing: false });
+      announce();
+    }
+  }
+
+  function seek(count) {
+    cancelAnimationFrame(frame);
+    const clamped = Math.max(0, Math.min(total, count));
+    update({ t: timeOf(ticks, clamped), playing: false });
+    announce();
+  }
+
+  const step = (delta) => seek(state.count + delta);
+  playButton.addEventListener("click", () => (state.playing ? pause() : play()));
+  backButton.addEventListener("click", () => step(-1));
+  forwardButton.addEventListener("click", () => step(1));
+  restartButton.addEventListener("click", () => {
+    seek(0);
+    play();
+  });
+  scrubber.addEventListener("input", () => seek(Number(scrubber.value)));
+  speedSelect.addEventListener("change", () => update({ speed: Number(speedSelect.value) }));
+
+  // Keyboard on the demo: Space play/pause, ←/→ one token, Home/End. Form controls keep their own keys.
+  root.addEventListener("keydown", (event) => {
+    const target = event.target;
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    if (target instanceof HTMLSelectElement || target instanceof HTMLInputElement) return;
+    const onButton = target instanceof HTMLButtonElement;
+    const actions = {
+      " ": onButton ? null : () => (state.playing ? pause() : reducedMotion ? step(1) : play()),
+      ArrowLeft: () => step(-1),
+      ArrowRight: () => step(1),
+      Home: () => seek(0),
+      End: () => seek(total),
+    };
+    const action = actions[event.key];
+    if (!action) return;
+    event.preventDefault();
+    action();
+  });
+
+  update({});
+  return { controls, state, play, pause, seek, update };
+}

@@ -1,0 +1,106 @@
+// Material's light/dark palette applied to Plotly figures, and a watcher for palette changes.
+// Figures are built in Python without page colours; the page decides them here.
+
+const SCHEME_ATTRIBUTES = ["data-md-color-scheme", "data-md-color-media"];
+
+/**
+ * Resolve Material's CSS variables to plain rgb()/rgba() strings Plotly can parse.
+ * `scheme` forces a palette ("default" for print); null reads the page's current one.
+ */
+export function readPalette(scheme = null) {
+  const host = document.createElement("div");
+  host.hidden = true;
+  if (scheme) host.setAttribute("data-md-color-scheme", scheme);
+  const probe = document.createElement("span");
+  host.append(probe);
+  document.body.append(host);
+  const resolve = (variable) => {
+    probe.style.color = `var(${variable})`;
+    return getComputedStyle(probe).color;
+  };
+  const palette = {
+    text: resolve("--md-default-fg-color"),
+    textLight: resolve("--md-default-fg-color--light"),
+    line: resolve("--md-default-fg-color--lighter"),
+    grid: resolve("--md-default-fg-color--lightest"),
+    background: resolve("--md-default-bg-color"),
+    panel: resolve("--md-code-bg-color"),
+    accent: resolve("--md-accent-fg-color"),
+    font: getComputedStyle(document.body).fontFamily,
+  };
+  host.remove();
+  return palette;
+}
+
+/** The Plotly.relayout update (flat attribute paths) that themes `layout` with `palette`. */
+export function themeUpdate(layout, palette) {
+  const update = {
+    paper_bgcolor: "rgba(0,0,0,0)",
+    plot_bgcolor: "rgba(0,0,0,0)",
+    "font.color": palette.text,
+    "font.family": palette.font,
+    "title.font.color": palette.text,
+    "legend.bgcolor": "rgba(0,0,0,0)",
+    "legend.font.color": palette.text,
+    "hoverlabel.bgcolor": palette.background,
+    "hoverlabel.bordercolor": palette.line,
+    "hoverlabel.font.color": palette.text,
+  };
+  for (const key of Object.keys(layout)) {
+    if (!/^[xy]axis\d*$/.test(key)) continue;
+    update[`${key}.gridcolor`] = palette.grid;
+    update[`${key}.linecolor`] = palette.line;
+    update[`${key}.zerolinecolor`] = palette.line;
+    update[`${key}.tickcolor`] = palette.line;
+  }
+  (layout.updatemenus || []).forEach((_, i) => {
+    update[`updatemenus[${i}].bgcolor`] = palette.panel;
+    update[`updatemenus[${i}].bordercolor`] = palette.line;
+    update[`updatemenus[${i}].font.color`] = palette.text;
+  });
+  (layout.sliders || []).forEach((_, i) => {
+    update[`sliders[${i}].bgcolor`] = palette.panel;
+    update[`sliders[${i}].bordercolor`] = palette.line;
+    update[`sliders[${i}].activebgcolor`] = palette.accent;
+    update[`sliders[${i}].tickcolor`] = palette.line;
+    update[`sliders[${i}].font.color`] = palette.text;
+    update[`sliders[${i}].currentvalue.font.color`] = palette.text;
+  });
+  (layout.annotations || []).forEach((_, i) => {
+    update[`annotations[${i}].font.color`] = palette.text;
+  });
+  return update;
+}
+
+/** Apply a flat relayout update to a layout object (for the first draw, to avoid drawing twice). */
+export function applyUpdate(layout, update) {
+  for (const [path, value] of Object.entries(update)) {
+    const parts = path.split(/\.|\[(\d+)\]/).filter((part) => part !== undefined && part !== "");
+    let node = layout;
+    for (const part of parts.slice(0, -1)) {
+      if (node[part] === null || typeof node[part] !== "object") node[part] = {};
+      node = node[part];
+    }
+    node[parts[parts.length - 1]] = value;
+  }
+  return layout;
+}
+
+/** The scheme figures should use right now: light while printing, else the page's. */
+let printing = false;
+export function currentScheme() {
+  return printing ? "default" : null;
+}
+
+/** Call `callback()` whenever Material's palette changes or the page is printed. */
+export function watchPalette(callback) {
+  new MutationObserver(callback).observe(document.body, { attributes: true, attributeFilter: SCHEME_ATTRIBUTES });
+  window.addEventListener("beforeprint", () => {
+    printing = true;
+    callback();
+  });
+  window.addEventListener("afterprint", () => {
+    printing = false;
+    callback();
+  });
+}

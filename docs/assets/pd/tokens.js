@@ -1,0 +1,72 @@
+// Token views shared by the demos: the prompt as chips, and the answer growing token by token.
+import { h, setClass, setText, tokenChip } from "./dom.js";
+import { answerPieces } from "./stage.js";
+
+/** The prompt's tokenizer pieces as chips; `set(phase)` lights them ("reading" during prefill, "cached" after). */
+export function promptView(tokens, label) {
+  const chips = tokens.map(tokenChip);
+  const node = h("p", { class: "pd-prompt", "aria-label": label }, ...chips);
+  return {
+    node,
+    set(phase) {
+      setClass(node, "pd-prompt--reading", phase === "reading");
+      setClass(node, "pd-prompt--cached", phase === "cached");
+    },
+  };
+}
+
+/**
+ * The answer: one span per shown token, appended and removed so textContent is exactly the text
+ * shown. `waiting` is shown before the first token.
+ */
+export function answerView(steps, answer, waiting) {
+  const { pieces, exact } = answerPieces(steps, answer);
+  const spans = pieces.map((piece) => h("span", { class: "pd-answer__token", text: piece }));
+  const text = h("span", { class: "pd-answer__text", "data-pd-answer": "" });
+  const placeholder = h("span", { class: "pd-answer__waiting", text: waiting });
+  const node = h("p", { class: "pd-answer" }, placeholder, text);
+  let shown = 0;
+  let whole = false;
+  return {
+    node,
+    set(count) {
+      const complete = count === spans.length && spans.length > 0;
+      if (!exact && complete !== whole) {
+        // The pieces do not spell the recorded answer (byte-level tokens): show the answer itself.
+        whole = complete;
+        text.textContent = "";
+        shown = 0;
+        if (whole) text.append(h("span", { class: "pd-answer__token", text: answer }));
+      }
+      if (!whole) {
+        while (shown < count) text.append(spans[shown++]);
+        while (shown > count) spans[--shown].remove();
+        spans.forEach((span, i) => setClass(span, "pd-answer__token--newest", i === count - 1));
+      }
+      placeholder.hidden = count > 0;
+    },
+    /** The text shown so far (what screen readers are told). */
+    shownText() {
+      return text.textContent;
+    },
+  };
+}
+
+/** A phase badge: ready, prefill, decode or done, with the label from strings. */
+export function phaseBadge(text) {
+  const node = h("span", { class: "pd-phase" });
+  return {
+    node,
+    set(phase) {
+      setText(node, text(`common.phase_${phase}`));
+      node.dataset.pdPhase = phase;
+    },
+  };
+}
+
+/** Phase from the player state: nothing yet, prefill running, decoding, or all tokens out. */
+export function phaseOf(state) {
+  if (state.count === state.total && state.total > 0) return "done";
+  if (state.count === 0) return state.t > 0 || state.playing ? "prefill" : "ready";
+  return "decode";
+}
