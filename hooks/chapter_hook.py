@@ -65,4 +65,5 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
         for chapter in chapters_of(language_dir)
     )
     markdown = markdown.replace(_READING_TIME, f"{reading_time}\n{{ .pd-reading-time }}")
-    return markdown.replace(_CHAPTER_LIST, f"{chapter_list}\n{{ .pd-chapter-list }}")
+    # md_in_html keeps the list Markdown while giving the whole list one class for styling.
+    return markdown.replace(_CHAPTER_LIST, f'<div class="pd-chapter-list" markdown>\n\n{chapter_list}\n\n</div>')

@@ -25,7 +25,7 @@ class SiteBuild:
 def build_site(out_dir: Path, *, model: str = TEST_MODEL, extra_env: dict[str, str] | None = None,
                config_file: Path | None = None) -> SiteBuild:
     """Run `mkdocs build --strict` into out_dir; fail the test with the build log if it fails."""
-    env = {**os.environ, "PD_MODEL": model, **(extra_env or {})}
+    env = {**os.environ, "PD_MODEL": model, "NO_MKDOCS_2_WARNING": "1", **(extra_env or {})}
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-d", str(out_dir)]
     if config_file is not None:
         command += ["-f", str(config_file)]
