@@ -26,6 +26,7 @@ F32 = np.float32
 # Largest attention score block (bytes) built at once: prefill processes queries in chunks so a
 # 4096-token prompt never materialises a (heads x 4096 x 4096) matrix.
 ATTENTION_BLOCK_BYTES = 32 * 2**20
+MAX_QUERY_BLOCK = 256  # smaller blocks waste less of the masked upper triangle
 
 
 @dataclass
@@ -106,7 +107,7 @@ def embed(table: np.ndarray, token_ids: np.ndarray) -> np.ndarray:
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
-    mean_square = np.mean(x * x, axis=-1, keepdims=True)
+    mean_square = np.add.reduce(x * x, axis=-1, keepdims=True) / F32(x.shape[-1])
     return x * (1 / np.sqrt(mean_square + F32(eps))) * weight
 
 
@@ -127,13 +128,16 @@ def silu(x: np.ndarray) -> np.ndarray:
     return x * (F32(0.5) + F32(0.5) * np.tanh(F32(0.5) * x))
 
 
-def rope(x: np.ndarray, positions: np.ndarray, theta: float, style: str) -> np.ndarray:
+def rope_angles(positions: np.ndarray, head_dim: int, theta: float) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin of position * theta^(-2i/hd), shaped (T, 1, hd/2); computed once per pass."""
+    inv_freq = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    angles = positions[:, None].astype(np.float64) * inv_freq[None, :]
+    return np.cos(angles).astype(F32)[:, None, :], np.sin(angles).astype(F32)[:, None, :]
+
+
+def rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, style: str) -> np.ndarray:
     """Rotate (T, heads, hd) query/key vectors by their positions (rotary position embedding)."""
     hd = x.shape[-1]
-    inv_freq = 1.0 / theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd)  # (hd/2,)
-    angles = positions[:, None].astype(np.float64) * inv_freq[None, :]
-    cos = np.cos(angles).astype(F32)[:, None, :]  # (T, 1, hd/2)
-    sin = np.sin(angles).astype(F32)[:, None, :]
     if style == "interleaved":  # pairs (0,1), (2,3), ...
         x0, x1 = x[..., 0::2], x[..., 1::2]
     elif style == "half":  # pairs (i, i + hd/2), the NeoX / Hugging Face layout
@@ -150,20 +154,26 @@ def rope(x: np.ndarray, positions: np.ndarray, theta: float, style: str) -> np.n
     return out
 
 
-def attention_weights(q: np.ndarray, k: np.ndarray, first_position: int) -> np.ndarray:
-    """Softmax(q k^T / sqrt(hd)) with a causal mask.
+def attention_scores(q: np.ndarray, k: np.ndarray, first_position: int) -> np.ndarray:
+    """q k^T / sqrt(hd) with the causal mask (-inf where a key lies after its query).
 
     q: (kv_heads, rep, Tq, hd), the query heads grouped by the KV head they share (GQA).
     k: (kv_heads, Lk, hd). Query t sits at absolute position first_position + t and may attend to
     keys 0..first_position + t. Returns (kv_heads, rep, Tq, Lk).
     """
     n_kv, rep, tq, hd = q.shape
+    q = q * F32(1.0 / np.sqrt(hd))  # scale the small operand, not the big score matrix
     scores = np.matmul(q.reshape(n_kv, rep * tq, hd), k.transpose(0, 2, 1))
     scores = scores.reshape(n_kv, rep, tq, k.shape[1])
-    scores *= F32(1.0 / np.sqrt(hd))
-    if k.shape[1] - 1 > first_position:  # some key lies after some query: mask the future
-        allowed = np.arange(k.shape[1])[None, :] <= (first_position + np.arange(tq))[:, None]
-        scores += np.where(allowed, F32(0), F32(-np.inf))  # (Tq, Lk) broadcast over heads
+    if k.shape[1] - 1 > first_position:  # keys after the first query: mask the future
+        tail = scores[..., first_position:]  # only the last Tq columns can be in the future
+        allowed = np.arange(tail.shape[-1])[None, :] <= np.arange(tq)[:, None]
+        tail += np.where(allowed, F32(0), F32(-np.inf))  # (Tq, Tq) broadcast over heads
+    return scores
+
+
+def softmax(scores: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis, in place."""
     scores -= scores.max(axis=-1, keepdims=True)
     np.exp(scores, out=scores)
     scores /= scores.sum(axis=-1, keepdims=True)
@@ -181,11 +191,11 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
     q = q.reshape(tq, n_kv, rep, hd).transpose(1, 2, 0, 3)  # (kv_heads, rep, Tq, hd)
     out = np.empty((n_kv, rep, tq, hd), dtype=F32)
     past = lk - tq  # keys that precede the first query
-    chunk = max(1, ATTENTION_BLOCK_BYTES // (n_heads * lk * FLOAT32_BYTES))
+    chunk = max(1, min(MAX_QUERY_BLOCK, ATTENTION_BLOCK_BYTES // (n_heads * lk * FLOAT32_BYTES)))
     for start in range(0, tq, chunk):
         stop = min(tq, start + chunk)
         keys = past + stop  # causal: this block of queries sees no key after its last query
-        probs = attention_weights(np.ascontiguousarray(q[:, :, start:stop]), k[:, :keys], past + start)
+        probs = softmax(attention_scores(q[:, :, start:stop], k[:, :keys], past + start))
         out[:, :, start:stop] = np.matmul(probs.reshape(n_kv, -1, keys), v[:, :keys]).reshape(
             n_kv, rep, stop - start, hd
         )
@@ -203,7 +213,7 @@ def transformer_block(
     x: np.ndarray,
     layer: LayerWeights,
     config: ModelConfig,
-    positions: np.ndarray,
+    rotary: tuple[np.ndarray, np.ndarray],
     cache: KVCache | None,
     layer_index: int,
 ) -> np.ndarray:
@@ -213,8 +223,8 @@ def transformer_block(
     q = qkv[:, : config.q_dim].reshape(t, config.n_heads, config.head_dim)
     k = qkv[:, config.q_dim : config.q_dim + config.kv_dim].reshape(t, config.n_kv_heads, config.head_dim)
     v = qkv[:, config.q_dim + config.kv_dim :].reshape(t, config.n_kv_heads, config.head_dim)
-    q = rope(q, positions, config.rope_theta, config.rope_style)
-    k = rope(k, positions, config.rope_theta, config.rope_style)
+    q = rope(q, *rotary, config.rope_style)
+    k = rope(k, *rotary, config.rope_style)
     if cache is not None:
         keys, values = cache.write(layer_index, k, v)  # views of the cache, past + new
     else:  # no cache: attend over the keys/values computed in this very pass
@@ -230,10 +240,10 @@ def hidden_states(
     """Run the token ids through embedding, every block and the final norm. Returns (T, d)."""
     token_ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
     past = cache.length if cache is not None else 0
-    positions = np.arange(past, past + token_ids.shape[0])
+    rotary = rope_angles(np.arange(past, past + token_ids.shape[0]), config.head_dim, config.rope_theta)
     x = embed(weights.token_embedding, token_ids)
     for index, layer in enumerate(weights.layers):
-        x = transformer_block(x, layer, config, positions, cache, index)
+        x = transformer_block(x, layer, config, rotary, cache, index)
     if cache is not None:
         cache.advance(token_ids.shape[0])
     return rms_norm(x, weights.final_norm, config.rms_eps)

@@ -72,7 +72,7 @@ def tiny_weights(config: ModelConfig, seed: int = 0) -> Weights:
         )
         for _ in range(c.n_layers)
     ]
-    embedding = rng.standard_normal((c.vocab_size, c.d_model)).astype(np.float32)
+    embedding = matrix(c.vocab_size, c.d_model)  # small rows keep the tied LM head from saturating
     head = embedding if c.tied_embeddings else matrix(c.vocab_size, c.d_model)
     return Weights(token_embedding=embedding, layers=layers, final_norm=norm(), lm_head=head)
 

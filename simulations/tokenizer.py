@@ -65,6 +65,14 @@ def byte_level_alphabet() -> list[str]:
     return [c for c, _ in sorted(_byte_of_char().items(), key=lambda item: item[1])]
 
 
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 @dataclass
 class ChatPrompt:
     text: str
@@ -133,9 +141,9 @@ class Tokenizer:
             starts.append(pos)
             char_of_byte.extend([ch_index] * width)
             pos += width
-        if pos != len(data):  # replacement chars hid invalid bytes: fall back to per-token decoding
+        if pos != len(data):  # incomplete/invalid UTF-8 somewhere: show each token on its own
             return [
-                {"id": int(i), "text": p.decode("utf-8", errors="replace"), "partial": False}
+                {"id": int(i), "text": p.decode("utf-8", errors="replace"), "partial": not _is_utf8(p)}
                 for i, p in zip(ids, pieces, strict=True)
             ]
         out, offset = [], 0

