@@ -88,3 +88,122 @@ def measure_peaks(repeats: int = 5) -> dict[str, Any]:
             f"pattern. peak_gbps is the higher of the two ({bandwidth_from} here)."
         ),
     }
+
+
+# --- prefill and decode under the roofline ---------------------------------------------------------
+
+ROOFLINE_PROMPT_LENGTHS = (128, 512, 2048)  # default points for the animated chart
+
+
+def phase_point(ms: float, flops: float, nbytes: float, peaks: dict[str, Any]) -> dict[str, Any]:
+    """Achieved throughput of one phase and its share of this machine's two ceilings."""
+    seconds = ms / 1000
+    gflops, gbps = flops / seconds / 1e9, nbytes / seconds / 1e9
+    return {
+        "ms": ms,
+        "flops": flops,
+        "bytes": nbytes,
+        "gflops": gflops,
+        "gbps": gbps,
+        "intensity": flops / nbytes,  # FLOPs per byte moved
+        "compute_utilization": gflops / peaks["peak_gflops"],
+        "bandwidth_utilization": gbps / peaks["peak_gbps"],
+        "bound": "compute" if flops / nbytes >= ridge_intensity(peaks) else "memory",
+    }
+
+
+def ridge_intensity(peaks: dict[str, Any]) -> float:
+    """FLOPs per byte where the two ceilings meet: below it bandwidth limits, above it compute."""
+    return peaks["peak_gflops"] / peaks["peak_gbps"]
+
+
+def measure_phases(model: Any, prompt_tokens: int, decode_steps: int, repeats: int) -> dict[str, Any]:
+    """Time and count real prefill and greedy decode steps at one prompt length (instrumented runs).
+
+    Prefill: the median time over repeats, its FLOPs and bytes. Decode: the median time of all steps,
+    and the mean FLOPs and bytes per step (they grow by one cached token per step).
+    """
+    from .instrument import InstrumentedRun
+    from .sweep import prompt_of_length, repeats_for
+
+    prompt = prompt_of_length(model, prompt_tokens)
+    prefills, decodes = [], []
+    for _ in range(repeats_for(prompt_tokens, repeats)):
+        run = InstrumentedRun(model, prompt_tokens + decode_steps + 1)
+        logits, stats = run.prefill(prompt)
+        prefills.append(stats)
+        for _ in range(decode_steps):
+            logits, stats = run.decode(int(np.argmax(logits)))
+            decodes.append(stats)
+    return {
+        "prefill": {
+            "ms": statistics.median(s.ms for s in prefills),
+            "flops": prefills[0].counts.flops,
+            "bytes": prefills[0].counts.bytes_dict()["total"],
+        },
+        "decode": {
+            "ms": statistics.median(s.ms for s in decodes),
+            "flops": statistics.fmean(s.counts.flops for s in decodes),
+            "bytes": statistics.fmean(s.counts.bytes_dict()["total"] for s in decodes),
+        },
+    }
+
+
+def roofline(
+    model: Any,
+    peaks: dict[str, Any] | None = None,
+    prompt_tokens: int = 512,
+    prompt_lengths: tuple[int, ...] | None = ROOFLINE_PROMPT_LENGTHS,
+    decode_steps: int = 8,
+    repeats: int = 3,
+    progress: Callable[[str, float | None], None] | None = None,
+) -> dict[str, Any]:
+    """Prefill and decode of `model` on this machine's roofline: achieved FLOP/s, bytes/s, intensity, utilisation.
+
+    `prefill` and `decode` are measured at `prompt_tokens`; `points` add both phases at each of
+    `prompt_lengths` (for the chart that animates prompt length). Peaks are measured unless given.
+    """
+    from .machine import machine_info
+    from .sweep import prompt_of_length
+
+    report = progress or (lambda message, fraction: None)
+    if peaks is None:
+        report("measuring this machine's peak FLOP/s and bandwidth", 0.0)
+        peaks = measure_peaks()
+    lengths = sorted({prompt_tokens, *(prompt_lengths or ())})
+    for n in lengths:
+        prompt_of_length(model, n + decode_steps + 1)  # fail early, with the context error, if too long
+    # Untimed warm-up: page in memory-mapped weights and start BLAS threads.
+    measure_phases(model, min(32, model.config.max_context - 3), 2, 1)
+
+    by_length = {}
+    for i, n in enumerate(lengths):
+        report(f"prefill of {n} tokens and {decode_steps} decode steps, instrumented", i / len(lengths))
+        measured = measure_phases(model, n, decode_steps, repeats)
+        by_length[n] = {
+            phase: phase_point(m["ms"], m["flops"], m["bytes"], peaks) for phase, m in measured.items()
+        }
+    report("roofline done", 1.0)
+
+    points = [
+        {"prompt_tokens": n, "phase": phase, **by_length[n][phase]}
+        for n in lengths
+        for phase in ("prefill", "decode")
+    ]
+    return {
+        "machine": {**machine_info(), **{k: v for k, v in peaks.items() if k != "method"}},
+        "peaks_method": peaks.get("method"),
+        "ridge_intensity": ridge_intensity(peaks),
+        "prompt_tokens": prompt_tokens,
+        "prefill": by_length[prompt_tokens]["prefill"],
+        "decode": by_length[prompt_tokens]["decode"],
+        "points": points,
+        "model": {"name": model.name, "fingerprint": model.fingerprint, "params": model.config.n_params},
+        "method": (
+            "Achieved GFLOP/s and GB/s = the FLOPs and bytes counted by simulations.instrument from the "
+            "shapes of the operations run (float32 weights read once per pass, KV cache read and written), "
+            "divided by wall time. Prefill: median over repeats of the whole prompt's pass. Decode: median "
+            f"of {decode_steps} greedy steps after that prefill (context = prompt + step). Utilisation = "
+            "achieved / measured peak (peak_gflops from GEMM, peak_gbps from the better of copy and GEMV)."
+        ),
+    }
