@@ -65,12 +65,20 @@ def byte_level_alphabet() -> list[str]:
     return [c for c, _ in sorted(_byte_of_char().items(), key=lambda item: item[1])]
 
 
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+def _utf8_characters(data: bytes) -> list[tuple[int, int, str | None]]:
+    """Split bytes into UTF-8 characters: (start, end, text); an invalid or cut-off byte gets None."""
+    chars, i = [], 0
+    while i < len(data):
+        lead = data[i]
+        width = 1 if lead < 0x80 else 2 if lead >> 5 == 6 else 3 if lead >> 4 == 14 else 4 if lead >> 3 == 30 else 0
+        try:
+            text = data[i : i + width].decode("utf-8") if width and i + width <= len(data) else None
+        except UnicodeDecodeError:
+            text = None
+        width = width if text is not None else 1
+        chars.append((i, i + width, text))
+        i += width
+    return chars
 
 
 @dataclass
@@ -132,20 +140,8 @@ class Tokenizer:
         the whole character(s) it contributes to, with partial=True.
         """
         pieces = [self.token_bytes(i) for i in ids]
-        data = b"".join(pieces)
-        # byte offset -> index of the character it belongs to
-        char_of_byte, starts, pos = [], [], 0
-        text = data.decode("utf-8", errors="replace")
-        for ch_index, ch in enumerate(text):
-            width = len(ch.encode("utf-8")) if ch != "\ufffd" else 1
-            starts.append(pos)
-            char_of_byte.extend([ch_index] * width)
-            pos += width
-        if pos != len(data):  # incomplete/invalid UTF-8 somewhere: show each token on its own
-            return [
-                {"id": int(i), "text": p.decode("utf-8", errors="replace"), "partial": not _is_utf8(p)}
-                for i, p in zip(ids, pieces, strict=True)
-            ]
+        chars = _utf8_characters(b"".join(pieces))  # (start byte, end byte, text or None if invalid)
+        char_of_byte = [n for n, (a, b, _) in enumerate(chars) for _ in range(a, b)]
         out, offset = [], 0
         for token_id, piece in zip(ids, pieces, strict=True):
             begin, end = offset, offset + len(piece)
@@ -153,9 +149,10 @@ class Tokenizer:
             if not piece:
                 out.append({"id": int(token_id), "text": "", "partial": False})
                 continue
-            first, last = char_of_byte[begin], char_of_byte[end - 1]
-            whole = starts[first] == begin and (last + 1 == len(starts) or starts[last + 1] == end)
-            out.append({"id": int(token_id), "text": text[first : last + 1], "partial": not whole})
+            covered = chars[char_of_byte[begin] : char_of_byte[end - 1] + 1]
+            whole = covered[0][0] == begin and covered[-1][1] == end and all(c[2] is not None for c in covered)
+            text = "".join(c[2] if c[2] is not None else "\ufffd" for c in covered)
+            out.append({"id": int(token_id), "text": text, "partial": not whole})
         return out
 
     # --- chat template ------------------------------------------------------------------------

