@@ -1,0 +1,114 @@
+"""Text from Markdown and the strings files reaches the page as text: hostile input runs nothing.
+
+A temporary project gets hostile text in every place an author or translator writes: a demo's prompt
+and note, and every label in the Chinese strings file (which also reaches the charts' titles and
+buttons). The built site is then served WITHOUT its CSP, so escaping alone must hold.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.browser.quality_pages import scroll_through
+from tests.browser.static_server import StaticServer
+from tests.browser.test_quality_builds import make_project
+from tests.conftest import build_site
+
+PROMPT = "</script><img src=x onerror=window.__pdPwned=1> quantum?"
+NOTE = "<script>window.__pdPwned=2</script><b>note</b>"
+LABEL_TAIL = " <img src=x onerror=window.__pdPwned=3>"
+MARKUP_PATTERN = re.compile(r"<img src=x|<script>window\.__pdPwned|<b>note</b>")
+
+
+def _with_hostile_leaves(node: object) -> object:
+    if isinstance(node, dict):
+        return {key: _with_hostile_leaves(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_with_hostile_leaves(value) for value in node]
+    return node + LABEL_TAIL if isinstance(node, str) else node
+
+
+def _set_block_field(markdown: str, kind: str, field: str, value: str) -> str:
+    """Replace (or add) `field:` in the first demo block of this kind; values as JSON strings (valid YAML)."""
+    pattern = re.compile(r"(```demo\n)(kind: " + kind + r"\n)(.*?)(```)", re.S)
+    match = pattern.search(markdown)
+    assert match, f"no {kind} demo block"
+    body = re.sub(rf"^{field}:.*\n", "", match.group(3), flags=re.M)
+    body += f"{field}: {json.dumps(value)}\n"
+    return markdown[: match.start()] + match.group(1) + match.group(2) + body + match.group(4) + \
+        markdown[match.end():]
+
+
+@pytest.fixture(scope="module")
+def hostile_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("hostile")
+    config = make_project(root / "project")
+    docs = root / "project" / "docs"
+    docs.unlink()
+    shutil.copytree(Path(__file__).resolve().parents[2] / "docs", docs)
+    for chapter, kind in (("two-phases", "conversation"), ("prefill", "prefill")):
+        path = docs / "zh" / f"{chapter}.md"
+        text = _set_block_field(path.read_text(encoding="utf-8"), kind, "prompt", PROMPT)
+        path.write_text(_set_block_field(text, kind, "note", NOTE), encoding="utf-8")
+    strings = docs / "zh" / "demo-strings.yml"
+    hostile = _with_hostile_leaves(yaml.safe_load(strings.read_text(encoding="utf-8")))
+    strings.write_text(yaml.safe_dump(hostile, allow_unicode=True), encoding="utf-8")
+    site = build_site(root / "site", config_file=config, extra_env={"PD_SWEEP": "quick"}).path
+    (site / "_headers").unlink()  # serve without the CSP: escaping has to be enough on its own
+    return site
+
+
+@pytest.fixture(scope="module")
+def hostile_url(hostile_site: Path) -> Iterator[str]:
+    with StaticServer(hostile_site) as server:
+        yield server.url
+
+
+def test_hostile_text_is_escaped_in_the_built_html(hostile_site: Path) -> None:
+    for chapter in ("two-phases", "prefill"):
+        html = (hostile_site / chapter / "index.html").read_text(encoding="utf-8")
+        assert "&lt;img src=x onerror=window.__pdPwned=1&gt;" in html, f"{chapter}: prompt not shown as text"
+        assert "&lt;script&gt;window.__pdPwned=2" in html, f"{chapter}: note not shown as text"
+        assert not MARKUP_PATTERN.search(html), f"{chapter}: hostile text reached the HTML as markup"
+
+
+def test_hostile_text_in_demo_json_stays_data(hostile_site: Path) -> None:
+    traces = list((hostile_site / "assets" / "traces").glob("*-zh-*.json")) or \
+        list((hostile_site / "assets" / "traces").glob("*.json"))
+    assert traces
+    for trace in traces:
+        json.loads(trace.read_text(encoding="utf-8"))  # still valid JSON, whatever the strings hold
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("chapter", ["two-phases/", "prefill/", "decode/", "ttft-tps/", "bottleneck/", "summary/"])
+def test_hostile_text_runs_nothing_and_shows_literally_in_the_browser(browser, hostile_url: str,
+                                                                      chapter: str) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(hostile_url + chapter)
+    scroll_through(page)
+    for button in page.locator(".pd-button--play").all():  # play every demo to its end
+        button.scroll_into_view_if_needed()
+        button.click()
+    page.wait_for_timeout(3000)
+    assert page.evaluate("() => window.__pdPwned") is None, "hostile input ran as script"
+    assert page.locator('img[src="x"]').count() == 0, "hostile input became an <img> element"
+    text = page.evaluate("() => document.body.innerText")
+    if chapter in ("two-phases/", "prefill/"):
+        assert "onerror=window.__pdPwned=1" in text, "the hostile prompt is not shown as text"
+    assert "onerror=window.__pdPwned=3" in text, "hostile labels are not shown as text"
+    svg_text = page.evaluate("() => [...document.querySelectorAll('.main-svg')].map(n => n.textContent).join(' ')")
+    if page.locator(".main-svg").count():
+        assert "__pdPwned=3" in svg_text, "a chart dropped a hostile label instead of showing it as text"
+    assert not errors, errors
+    context.close()
