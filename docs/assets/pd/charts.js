@@ -36,14 +36,22 @@ function watchOnce() {
   watchPalette(retheme);
 }
 
+/** The accessible name of a chart: the title its figure carries, else the strings key `fallbackKey`. */
+function chartLabel(figure, text, fallbackKey) {
+  const title = figure?.layout?.title;
+  const value = typeof title === "string" ? title : title?.text;
+  return value || text(fallbackKey);
+}
+
 /**
- * A chart for `figure` (plotly.py's to_json as an object). Returns {node, animateTo(name), ready}.
- * `label` names the chart for screen readers; `loadingText` shows until Plotly has drawn it.
+ * A chart for `figure` (plotly.py's to_json as an object), drawn once it nears the viewport.
+ * Returns {node, frameNames, animateTo(name)}; labels come from the demo's strings via `text`.
  */
-export function createChart(figure, { label, loadingText, className = "" }) {
+export function createChart(figure, text, fallbackKey) {
+  const label = chartLabel(figure, text, fallbackKey);
   const plot = h("div", { class: "pd-chart__plot" });
-  const status = h("p", { class: "pd-chart__status", text: loadingText });
-  const node = h("div", { class: `pd-chart ${className}`.trim(), role: "img", "aria-label": label }, status, plot);
+  const status = h("p", { class: "pd-chart__status", text: text("common.loading_chart") });
+  const node = h("div", { class: "pd-chart", role: "img", "aria-label": label }, status, plot);
   const height = figure?.layout?.height;
   if (height) node.style.setProperty("--pd-chart-height", `${height}px`);
   const frameNames = new Set((figure?.frames || []).map((frame) => frame.name));
@@ -56,7 +64,7 @@ export function createChart(figure, { label, loadingText, className = "" }) {
     node,
     frameNames,
     theme(palette) {
-      if (drawn) window.Plotly.relayout(plot, themeUpdate(plot.layout, palette));
+      if (drawn) window.Plotly.relayout(plot, themeUpdate(plot.layout, palette, plot.data));
     },
     /** Show frame `name`; calls made while a transition runs collapse into the latest. */
     animateTo(name) {
@@ -78,7 +86,7 @@ export function createChart(figure, { label, loadingText, className = "" }) {
     try {
       const Plotly = await loadPlotly();
       const layout = structuredClone(figure.layout || {});
-      applyUpdate(layout, themeUpdate(layout, readPalette(currentScheme())));
+      applyUpdate(layout, themeUpdate(layout, readPalette(currentScheme()), figure.data || []));
       await Plotly.react(plot, figure.data || [], layout, CONFIG);
       if (figure.frames?.length) await Plotly.addFrames(plot, figure.frames);
       drawn = true;
@@ -93,7 +101,7 @@ export function createChart(figure, { label, loadingText, className = "" }) {
       }
     } catch (error) {
       node.dataset.pdChart = "error";
-      setText(status, `${loadingText} ✕`);
+      setText(status, text("common.chart_failed"));
       throw error;
     }
   }

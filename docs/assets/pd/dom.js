@@ -108,11 +108,35 @@ export function tokenChip(token) {
   const text = token && typeof token.text === "string" ? token.text : "";
   const special = /^<\|[^|]*\|>$|^<\/?s>$/.test(text);
   const chip = h("span", { class: special ? "pd-token pd-token--special" : "pd-token" });
-  chip.textContent = text === "" ? "\u00a0" : text;
+  // Whitespace-only pieces would be invisible chips: show a visible stand-in (screen readers get the text).
+  chip.textContent = text === "" ? "\u00a0" : text.replace(/\n/g, "↵").replace(/^ +$/, (spaces) => "␣".repeat(spaces.length));
   return chip;
 }
 
 /** True for an end-of-sequence token the answer does not show. */
 export function isEndToken(token) {
   return Boolean(token) && /^<\|(im_end|endoftext|end_of_text|eot_id)\|>$|^<\/s>$/.test(token.text ?? "");
+}
+
+const ICON_PATHS = {
+  play: "M4 2.5v11l9-5.5z",
+  pause: "M3.5 2.5h3v11h-3zM9.5 2.5h3v11h-3z",
+  back: "M2.5 2.5h2v11h-2zM13.5 2.5v11l-8-5.5z",
+  forward: "M11.5 2.5h2v11h-2zM2.5 2.5v11l8-5.5z",
+  restart: "M8 2.5a5.5 5.5 0 1 1-5.2 3.7l1.9.6A3.5 3.5 0 1 0 8 4.5v2L4.5 3.5 8 .5z",
+};
+
+/** A small inline SVG icon (decorative: the button carries the accessible name). */
+export function icon(name) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", "0 0 16 16");
+  svg.setAttribute("aria-hidden", "true");
+  svg.setAttribute("focusable", "false");
+  svg.setAttribute("class", "pd-icon");
+  const path = document.createElementNS(ns, "path");
+  path.setAttribute("d", ICON_PATHS[name]);
+  path.setAttribute("fill", "currentColor");
+  svg.append(path);
+  return svg;
 }

@@ -1,7 +1,7 @@
 // The shared player: plays a recorded trace on its own clock (real milliseconds × a speed factor).
 // State lives in one object; every change goes through update(), which calls render(state).
 // `ticks[i]` is the recorded time (ms) at which token i+1 appears; `count` tokens are shown at `t`.
-import { h, setAttr, setText } from "./dom.js";
+import { h, icon, setAttr, setClass, setText } from "./dom.js";
 
 const SPEEDS = [0.25, 0.5, 1, 2, 4];
 // A token shown for less than this is a blur; below it the default becomes "slow motion".
@@ -37,9 +37,6 @@ export function slowMotionFactor(ticks) {
   return Number(factor.toFixed(Math.min(digits, 6)));
 }
 
-function speedLabel(factor) {
-  return `${factor}×`;
-}
 
 /** Speed forced by the page URL (?pd-speed=64), used by tests; null when absent or invalid. */
 export function speedFromUrl() {
@@ -67,10 +64,13 @@ export function createPlayer({ root, ticks, text, reducedMotion, render, describ
     reducedMotion,
   };
 
-  const playButton = h("button", { type: "button", class: "pd-button pd-button--play" });
-  const backButton = h("button", { type: "button", class: "pd-button", "aria-label": text("common.step_back"), title: text("common.step_back") }, "⏮\uFE0E");
-  const forwardButton = h("button", { type: "button", class: "pd-button", "aria-label": text("common.step_forward"), title: text("common.step_forward") }, "⏭\uFE0E");
-  const restartButton = h("button", { type: "button", class: "pd-button", "aria-label": text("common.restart"), title: text("common.restart") }, "↺");
+  const playIcon = icon("play");
+  const pauseIcon = icon("pause");
+  const playLabel = h("span");
+  const playButton = h("button", { type: "button", class: "pd-button pd-button--play" }, playIcon, pauseIcon, playLabel);
+  const backButton = h("button", { type: "button", class: "pd-button", "aria-label": text("common.step_back"), title: text("common.step_back") }, icon("back"));
+  const forwardButton = h("button", { type: "button", class: "pd-button", "aria-label": text("common.step_forward"), title: text("common.step_forward") }, icon("forward"));
+  const restartButton = h("button", { type: "button", class: "pd-button", "aria-label": text("common.restart"), title: text("common.restart") }, icon("restart"));
   const scrubberId = `${root.id || "pd"}-scrubber`;
   const scrubber = h("input", {
     type: "range", class: "pd-scrubber", id: scrubberId, min: 0, max: total, step: 1, value: state.count,
@@ -81,7 +81,9 @@ export function createPlayer({ root, ticks, text, reducedMotion, render, describ
   if (slow) factors.add(slow);
   if (forced) factors.add(forced);
   for (const factor of [...factors].sort((a, b) => a - b)) {
-    const label = factor === slow ? `${text("common.speed_slow")} (${speedLabel(factor)})` : speedLabel(factor);
+    const value = text("common.speed_value", { factor });
+    const label = factor === slow ? `${text("common.slow_motion")} (${value})`
+      : factor === 1 ? `${value} ${text("common.real_time")}` : value;
     speedSelect.append(h("option", { value: factor, selected: factor === state.speed }, label));
   }
   const live = h("p", { class: "pd-visually-hidden", "aria-live": "polite", "aria-atomic": "true" });
@@ -105,10 +107,11 @@ export function createPlayer({ root, ticks, text, reducedMotion, render, describ
   function update(changes) {
     Object.assign(state, changes);
     state.count = countAt(ticks, state.t);
-    setText(playButton, state.playing ? `⏸\uFE0E ${text("common.pause")}` : `▶\uFE0E ${text("common.play")}`);
-    setAttr(playButton, "aria-label", state.playing ? text("common.pause") : text("common.play"));
+    setText(playLabel, state.playing ? text("common.pause") : text("common.play"));
+    setClass(playIcon, "pd-icon--off", state.playing);
+    setClass(pauseIcon, "pd-icon--off", !state.playing);
     if (scrubber.value !== String(state.count)) scrubber.value = String(state.count);
-    setAttr(scrubber, "aria-valuetext", text("common.position", { n: state.count, total }));
+    setAttr(scrubber, "aria-valuetext", `${state.count} / ${total}`);
     backButton.disabled = state.count === 0;
     forwardButton.disabled = state.count === total;
     root.dataset.pdState = state.playing ? "playing" : state.count === total ? "ended" : "paused";

@@ -32,8 +32,20 @@ export function readPalette(scheme = null) {
   return palette;
 }
 
-/** The Plotly.relayout update (flat attribute paths) that themes `layout` with `palette`. */
-export function themeUpdate(layout, palette) {
+/** Every axis the figure uses: those named in the layout and those traces refer to ("x2" → xaxis2). */
+function axisKeys(layout, data) {
+  const keys = new Set(["xaxis", "yaxis"]);
+  for (const key of Object.keys(layout)) if (/^[xy]axis\d*$/.test(key)) keys.add(key);
+  for (const trace of data) {
+    for (const ref of [trace.xaxis, trace.yaxis]) {
+      if (typeof ref === "string" && /^[xy]\d*$/.test(ref)) keys.add(`${ref[0]}axis${ref.slice(1)}`);
+    }
+  }
+  return keys;
+}
+
+/** The Plotly.relayout update (flat attribute paths) that themes a figure with `palette`. */
+export function themeUpdate(layout, palette, data = []) {
   const update = {
     paper_bgcolor: "rgba(0,0,0,0)",
     plot_bgcolor: "rgba(0,0,0,0)",
@@ -46,8 +58,7 @@ export function themeUpdate(layout, palette) {
     "hoverlabel.bordercolor": palette.line,
     "hoverlabel.font.color": palette.text,
   };
-  for (const key of Object.keys(layout)) {
-    if (!/^[xy]axis\d*$/.test(key)) continue;
+  for (const key of axisKeys(layout, data)) {
     update[`${key}.gridcolor`] = palette.grid;
     update[`${key}.linecolor`] = palette.line;
     update[`${key}.zerolinecolor`] = palette.line;

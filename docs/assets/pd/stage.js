@@ -41,7 +41,7 @@ export function promptTokens(data) {
 
 /** A small hint under the controls telling keyboard users what the keys do. */
 export function keysHint(demo, text) {
-  return h("p", { class: "pd-keys", id: `${demo.id}-keys`, text: text("common.keys") });
+  return h("p", { class: "pd-keys", id: `${demo.id}-keys`, text: text("common.keyboard_help") });
 }
 
 /** A labelled readout: <div><dt>label</dt><dd>value</dd></div> inside a <dl>. */

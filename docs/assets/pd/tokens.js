@@ -3,9 +3,13 @@ import { h, setClass, setText, tokenChip } from "./dom.js";
 import { answerPieces } from "./stage.js";
 
 /** The prompt's tokenizer pieces as chips; `set(phase)` lights them ("reading" during prefill, "cached" after). */
-export function promptView(tokens, label) {
-  const chips = tokens.map(tokenChip);
-  const node = h("p", { class: "pd-prompt", "aria-label": label }, ...chips);
+export function promptView(tokens, partialLabel = null) {
+  const chips = tokens.map((token) => {
+    const chip = tokenChip(token);
+    if (token.partial && partialLabel) chip.title = partialLabel;
+    return chip;
+  });
+  const node = h("p", { class: "pd-prompt" }, ...chips);
   return {
     node,
     set(phase) {
@@ -52,13 +56,15 @@ export function answerView(steps, answer, waiting) {
   };
 }
 
-/** A phase badge: ready, prefill, decode or done, with the label from strings. */
+/** A phase badge: prefill, decode or done (hidden before Play), with the label from strings. */
 export function phaseBadge(text) {
-  const node = h("span", { class: "pd-phase" });
+  const name = h("span");
+  const node = h("span", { class: "pd-phase" }, h("span", { class: "pd-visually-hidden", text: `${text("common.phase")}: ` }), name);
   return {
     node,
     set(phase) {
-      setText(node, text(`common.phase_${phase}`));
+      node.hidden = phase === "ready";
+      if (phase !== "ready") setText(name, text(`common.phase_${phase}`));
       node.dataset.pdPhase = phase;
     },
   };

@@ -12,11 +12,11 @@ export function mount(demo, data, { reducedMotion }) {
   const ticks = ticksOf(steps);
   const finalCache = trace.steps[trace.steps.length - 1];
 
-  const prompt = promptView(promptTokens(data), text("conversation.prompt"));
+  const prompt = promptView(promptTokens(data));
   const answer = answerView(steps, trace.answer, text("common.waiting"));
   const phase = phaseBadge(text);
+  const elapsed = h("span", { class: "pd-elapsed" });
   const ttft = readout(text("common.ttft"));
-  const clock = readout(text("common.clock"));
   const rate = readout(text("common.tps"));
   const cache = meter(text("common.kv_cache"));
 
@@ -25,9 +25,9 @@ export function mount(demo, data, { reducedMotion }) {
       h("div", { class: "pd-bubble pd-bubble--user" },
         h("span", { class: "pd-bubble__who", text: text("conversation.user") }), prompt.node),
       h("div", { class: "pd-bubble pd-bubble--model" },
-        h("span", { class: "pd-bubble__who", text: text("conversation.model") }), answer.node)),
-    h("div", { class: "pd-status" }, phase.node,
-      h("dl", { class: "pd-readouts" }, clock.node, ttft.node, rate.node)),
+        h("span", { class: "pd-bubble__who", text: text("conversation.assistant") }), answer.node)),
+    h("div", { class: "pd-status" }, phase.node, elapsed,
+      h("dl", { class: "pd-readouts" }, ttft.node, rate.node)),
     cache.node,
   );
 
@@ -36,13 +36,13 @@ export function mount(demo, data, { reducedMotion }) {
     ticks,
     text,
     reducedMotion,
-    describe: (state) => answer.shownText() || text("common.waiting"),
+    describe: () => answer.shownText() || text("common.waiting"),
     render(state) {
       const current = phaseOf(state);
       phase.set(current);
       prompt.set(current === "prefill" ? "reading" : state.count > 0 ? "cached" : "idle");
       answer.set(state.count);
-      setText(clock.value, format.ms(state.t));
+      setText(elapsed, text("common.elapsed", { ms: format.ms(state.t) }));
       setText(ttft.value, state.count > 0 ? format.ms(ticks[0]) : "–");
       const decoded = state.count - 1;
       setText(rate.value, decoded > 0
@@ -50,7 +50,7 @@ export function mount(demo, data, { reducedMotion }) {
       const step = state.count > 0 ? steps[state.count - 1] : null;
       const tokens = step ? step.kv_tokens : 0;
       cache.set(tokens / finalCache.kv_tokens,
-        text("common.kv_value", { tokens: format.number(tokens, 0), bytes: format.bytes(step ? step.kv_bytes : 0) }));
+        text("common.kv_meter", { tokens: format.number(tokens, 0), bytes: format.bytes(step ? step.kv_bytes : 0) }));
     },
   });
   stage.append(player.controls, keysHint(demo, text));

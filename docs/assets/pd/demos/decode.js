@@ -50,26 +50,24 @@ export function mount(demo, data, { reducedMotion }) {
   const cachedTokens = [...(trace.prompt?.tokens || []), ...steps.map((step) => step.token)];
   const chips = cachedTokens.map(tokenChip);
   const context = h("p", { class: "pd-context", "aria-hidden": "true" });
-  const counter = h("span", { class: "pd-counter", "aria-live": "off" });
+  const counter = h("span", { class: "pd-counter" });
   const phase = phaseBadge(text);
-  const perToken = readout(text("decode.ms_per_token"));
-  const clock = readout(text("common.clock"));
+  const perToken = readout(text("common.ms_per_token"));
+  const elapsed = h("span", { class: "pd-elapsed" });
   const answer = answerView(steps, trace.answer, text("common.waiting"));
   const candidates = candidatesView(text);
 
   const figures = data.figures || {};
-  const attention = figures.attention ? createChart(figures.attention, {
-    label: text("decode.attention"), loadingText: text("common.loading_chart"),
-  }) : null;
-  const compare = figures.cache_vs_recompute ? createChart(figures.cache_vs_recompute, {
-    label: text("decode.cache_vs_recompute"), loadingText: text("common.loading_chart"),
-  }) : null;
+  const attention = figures.attention ? createChart(figures.attention, text, "decode.attention_title") : null;
+  const compare = figures.cache_vs_recompute ? createChart(figures.cache_vs_recompute, text, "decode.cache_title") : null;
 
   stage.append(
-    h("div", { class: "pd-status" }, counter, phase.node, h("dl", { class: "pd-readouts" }, clock.node, perToken.node)),
-    h("div", { class: "pd-bubble" }, h("span", { class: "pd-bubble__who", text: text("decode.cache") }), context),
+    h("div", { class: "pd-status" }, counter, phase.node, elapsed, h("dl", { class: "pd-readouts" }, perToken.node)),
+    h("div", { class: "pd-bubble" },
+      h("span", { class: "pd-bubble__who" }, text("common.kv_cache"),
+        h("span", { class: "pd-legend-attention", text: text("decode.weight") })), context),
     h("div", { class: "pd-bubble pd-bubble--model" },
-      h("span", { class: "pd-bubble__who", text: text("decode.answer") }), answer.node),
+      h("span", { class: "pd-bubble__who", text: text("common.answer") }), answer.node),
     candidates.node,
     attention?.node,
   );
@@ -104,15 +102,15 @@ export function mount(demo, data, { reducedMotion }) {
     text,
     reducedMotion,
     describe: (state) => (state.count > 0
-      ? text("decode.announce", { token: steps[state.count - 1].token.text, cached: steps[state.count - 1].kv_tokens })
+      ? `${steps[state.count - 1].token.text} · ${text("common.tokens_cached", { n: steps[state.count - 1].kv_tokens })}`
       : text("common.waiting")),
     render(state) {
       phase.set(phaseOf(state));
-      setText(clock.value, format.ms(state.t));
+      setText(elapsed, text("common.elapsed", { ms: format.ms(state.t) }));
       if (state.count === lastCount) return;
       lastCount = state.count;
       const step = state.count > 0 ? steps[state.count - 1] : null;
-      setText(counter, text("decode.cached", { n: format.number(step ? step.kv_tokens : 0, 0) }));
+      setText(counter, text("common.tokens_cached", { n: format.number(step ? step.kv_tokens : 0, 0) }));
       setText(perToken.value, step && state.count > 1 ? format.ms(step.end_ms - step.start_ms) : "–");
       answer.set(state.count);
       showContext(state.count);

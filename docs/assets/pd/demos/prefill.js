@@ -28,33 +28,30 @@ export function mount(demo, data, { reducedMotion }) {
   const ticks = ticksOf(steps);
   const prefillStep = trace.steps[0];
 
-  const prompt = promptView(promptTokens(data), text("prefill.prompt"));
+  const prompt = promptView(promptTokens(data), text("prefill.partial_token"));
   const answer = answerView(steps, trace.answer, text("common.waiting"));
   const phase = phaseBadge(text);
-  const tokens = readout(text("prefill.prompt_tokens"));
+  const tokens = readout(text("common.prompt_tokens"));
   const ttft = readout(text("common.ttft"));
-  const clock = readout(text("common.clock"));
-  const cache = meter(text("prefill.kv_this_prompt"));
+  const elapsed = h("span", { class: "pd-elapsed" });
+  const cache = meter(text("prefill.memory_meter"));
   const projection = projectionOf(data);
-  const projected = projection ? meter(text("prefill.kv_projected", {
+  const projected = projection ? meter(text("prefill.memory_meter_projected", {
     model: projection.model_name || projection.model, device: projection.device_name || projection.device,
-    tokens: format.number(4096, 0),
+    tokens: format.number(projection.prompt_tokens || 4096, 0), share: format.percent(projection.kv_share_of_memory_at_4k),
   })) : null;
 
   const figures = data.figures || {};
-  const heatmap = figures.kv_heatmap ? createChart(figures.kv_heatmap, {
-    label: text("prefill.kv_heatmap"), loadingText: text("common.loading_chart"),
-  }) : null;
-  const timing = figures.prefill_time ? createChart(figures.prefill_time, {
-    label: text("prefill.prefill_time"), loadingText: text("common.loading_chart"),
-  }) : null;
+  const heatmap = figures.kv_heatmap ? createChart(figures.kv_heatmap, text, "prefill.title") : null;
+  const timing = figures.prefill_time ? createChart(figures.prefill_time, text, "prefill.time_title") : null;
 
   stage.append(
-    h("div", { class: "pd-bubble pd-bubble--user" }, prompt.node),
-    h("div", { class: "pd-status" }, phase.node,
-      h("dl", { class: "pd-readouts" }, tokens.node, clock.node, ttft.node)),
+    h("div", { class: "pd-bubble pd-bubble--user" },
+      h("span", { class: "pd-bubble__who", text: text("prefill.tokens_label") }), prompt.node),
+    h("div", { class: "pd-status" }, phase.node, elapsed,
+      h("dl", { class: "pd-readouts" }, tokens.node, ttft.node)),
     h("div", { class: "pd-bubble pd-bubble--model" },
-      h("span", { class: "pd-bubble__who", text: text("prefill.first_token") }), answer.node),
+      h("span", { class: "pd-bubble__who", text: text("common.answer") }), answer.node),
     cache.node,
     projected?.node,
     heatmap?.node,
@@ -62,9 +59,7 @@ export function mount(demo, data, { reducedMotion }) {
 
   setText(tokens.value, format.number(prefillStep.kv_tokens ?? promptTokens(data).length, 0));
   if (projected) {
-    projected.set(projection.kv_share_of_memory_at_4k, text("prefill.kv_share", {
-      bytes: format.bytes(projection.kv_bytes_at_4k), share: format.percent(projection.kv_share_of_memory_at_4k),
-    }));
+    projected.set(projection.kv_share_of_memory_at_4k, format.bytes(projection.kv_bytes_at_4k));
   }
   const weights = trace.model?.weight_bytes;
 
@@ -74,19 +69,19 @@ export function mount(demo, data, { reducedMotion }) {
     text,
     reducedMotion,
     describe: (state) => (state.count > 0
-      ? `${text("common.ttft")}: ${format.ms(ticks[0])}. ${answer.shownText()}` : text("common.waiting")),
+      ? `${text("common.first_token_at", { ms: format.ms(ticks[0]) })} ${answer.shownText()}` : text("common.waiting")),
     render(state) {
       const current = phaseOf(state);
       phase.set(current);
       prompt.set(current === "prefill" ? "reading" : state.count > 0 ? "cached" : "idle");
       answer.set(state.count);
-      setText(clock.value, format.ms(state.t));
+      setText(elapsed, text("common.elapsed", { ms: format.ms(state.t) }));
       setText(ttft.value, state.count > 0 ? format.ms(ticks[0]) : "–");
       const step = state.count > 0 ? steps[state.count - 1] : null;
       const bytes = step ? step.kv_bytes : 0;
-      cache.set(weights ? bytes / weights : state.count > 0 ? 1 : 0, text("prefill.kv_value", {
+      // This prompt's cache is drawn to the scale of the model's weights, which sit in the same memory.
+      cache.set(weights ? bytes / weights : state.count > 0 ? 1 : 0, text("common.kv_meter", {
         tokens: format.number(step ? step.kv_tokens : 0, 0), bytes: format.bytes(bytes),
-        share: weights ? format.percent(bytes / weights) : "–",
       }));
       if (heatmap) heatmap.animateTo(heatmapFrame(heatmap, state.count));
     },

@@ -7,7 +7,7 @@ import { prepareStage } from "../stage.js";
 import { sourceLabel } from "./timeline.js";
 
 const PHASES = ["prefill", "decode"];
-const KINDS = ["compute_util", "bandwidth_util"];
+const KINDS = ["compute_utilization", "bandwidth_utilization"];
 
 export function mount(demo, data) {
   const { stage, text, format } = prepareStage(demo, data);
@@ -22,24 +22,20 @@ export function mount(demo, data) {
   const meters = {};
   const groups = PHASES.map((phase) => {
     const rows = KINDS.map((kind) => {
-      meters[`${phase}.${kind}`] = meter(text(`roofline.${kind}`));
+      meters[`${phase}.${kind}`] = meter(text(`roofline.cat_${kind.split("_")[0]}`));
       return meters[`${phase}.${kind}`].node;
     });
     return h("div", { class: "pd-utilization" }, h("p", { class: "pd-keys", text: text(`common.phase_${phase}`) }), ...rows);
   });
 
   const figures = data.figures || {};
-  const roofline = figures.roofline ? createChart(figures.roofline, {
-    label: text("roofline.chart"), loadingText: text("common.loading_chart"),
-  }) : null;
-  const utilization = figures.utilization ? createChart(figures.utilization, {
-    label: text("roofline.utilization"), loadingText: text("common.loading_chart"),
-  }) : null;
+  const roofline = figures.roofline ? createChart(figures.roofline, text, "roofline.title") : null;
+  const utilization = figures.utilization ? createChart(figures.utilization, text, "roofline.util_title") : null;
 
   stage.append(
     roofline?.node,
     sources.length ? h("label", { class: "pd-field", for: `${id}-source` },
-      h("span", { text: text("roofline.source") }), select) : null,
+      h("span", { text: text("roofline.hardware") }), select) : null,
     h("div", { class: "pd-charts", "aria-live": "polite" }, ...groups),
     utilization?.node,
   );

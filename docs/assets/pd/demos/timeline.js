@@ -7,9 +7,8 @@ import { prepareStage, readout } from "../stage.js";
 
 /** Human label of a source: the build machine, or "model · device · dtype" for a projection id. */
 export function sourceLabel(source, data, text) {
-  if (source === "measured") return text("common.source_measured");
-  const names = data.readouts?.labels || {};
-  return names[source] || source.split("/").join(" · ");
+  if (source === "measured") return text("common.measured_label");
+  return `${source.split("/").join(" · ")} (${text("common.projected_label")})`;
 }
 
 export function mount(demo, data) {
@@ -27,31 +26,30 @@ export function mount(demo, data) {
     type: "range", class: "pd-range", id: `${id}-length`, min: 0, max: Math.max(0, lengths.length - 1), step: 1,
     value: state.index,
   });
-  const lengthText = h("output", { for: `${id}-length`, class: "pd-readout__value" });
+  const lengthText = h("output", { for: `${id}-length`, class: "pd-field__value" });
   const select = h("select", { class: "pd-select", id: `${id}-source` },
     ...sources.map((source) => h("option", { value: source }, sourceLabel(source, data, text))));
   select.value = state.source;
 
   const ttft = readout(text("common.ttft"));
   const tps = readout(text("common.tps"));
-  const perToken = readout(text("timeline.ms_per_token"));
-  const chart = data.figures?.timeline ? createChart(data.figures.timeline, {
-    label: text("timeline.chart"), loadingText: text("common.loading_chart"),
-  }) : null;
+  const perToken = readout(text("common.ms_per_token"));
+  const chart = data.figures?.timeline ? createChart(data.figures.timeline, text, "timeline.title") : null;
 
   stage.append(
     h("div", { class: "pd-fields" },
       h("label", { class: "pd-field pd-field--wide", for: `${id}-length` },
         h("span", { text: text("timeline.prompt_length") }), slider, lengthText),
       h("label", { class: "pd-field", for: `${id}-source` }, h("span", { text: text("timeline.source") }), select)),
-    h("dl", { class: "pd-readouts", "aria-live": "polite" }, ttft.node, tps.node, perToken.node),
+    h("dl", { class: "pd-readouts", "aria-live": "polite", "aria-label": text("timeline.readouts") },
+      ttft.node, tps.node, perToken.node),
     chart?.node,
   );
 
   function render() {
     const length = lengths[state.index];
     const values = readouts[state.source]?.[String(length)] || {};
-    const lengthLabel = text("timeline.tokens", { n: format.number(length, 0) });
+    const lengthLabel = format.number(length, 0);
     setText(lengthText, lengthLabel);
     setAttr(slider, "aria-valuetext", lengthLabel);
     setText(ttft.value, format.ms(values.ttft_ms));

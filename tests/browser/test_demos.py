@@ -1,0 +1,264 @@
+"""The demos in a real browser, in both languages: playback, stepping, keyboard, reduced motion,
+timeline readouts, charts and their theme, zero errors and nothing leaving 127.0.0.1."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+LANGS = ["", "en/"]  # Chinese at /, English at /en/
+PAGE_OF_KIND = {"conversation": "two-phases/", "prefill": "prefill/", "decode": "decode/",
+                "timeline": "ttft-tps/", "roofline": "bottleneck/", "recap": "summary/"}
+PLAYER_KINDS = ["conversation", "prefill", "decode"]
+CHART_KINDS = ["prefill", "decode", "timeline", "roofline", "recap"]
+FAST = "?pd-speed=400"  # the player's test hook: 400× the recorded clock
+TIMEOUT_MS = 20_000
+
+
+def open_demo(open_page, lang: str, kind: str, query: str = FAST, **options):
+    """Open the chapter of `kind`, scroll its first demo into view and wait until it is live."""
+    page, log = open_page(lang + PAGE_OF_KIND[kind] + query, **options)
+    demo = page.locator(f".pd-demo[data-pd-demo={kind}]").first
+    demo.scroll_into_view_if_needed()
+    page.wait_for_function("el => el.dataset.pdStatus === 'ready'", arg=demo.element_handle(), timeout=TIMEOUT_MS)
+    return page, log, demo
+
+
+def demo_data(page, demo) -> dict:
+    return page.evaluate("el => fetch(new URL(el.dataset.pdTrace, document.baseURI)).then(r => r.json())",
+                         demo.element_handle())
+
+
+def count(demo) -> int:
+    return int(demo.get_attribute("data-pd-count"))
+
+
+def total(demo) -> int:
+    return int(demo.locator("input[type=range]").first.get_attribute("max"))
+
+
+def shown_answer(demo) -> str:
+    return demo.locator("[data-pd-answer]").first.text_content()
+
+
+def wait_for_state(page, demo, state: str) -> None:
+    page.wait_for_function("([el, s]) => el.dataset.pdState === s", arg=[demo.element_handle(), state],
+                           timeout=TIMEOUT_MS)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("kind", PLAYER_KINDS)
+def test_play_runs_to_the_end_and_shows_the_recorded_answer(open_page, lang, kind):
+    page, log, demo = open_demo(open_page, lang, kind)
+    data = demo_data(page, demo)
+    assert not demo.get_attribute("data-pd-missing-strings")
+    assert demo.locator("[data-pd-fallback]").is_hidden()
+    demo.get_by_role("button", name=data["strings"]["common.play"]).click()
+    wait_for_state(page, demo, "ended")
+    assert count(demo) == total(demo)
+    assert shown_answer(demo).strip() == data["trace"]["answer"].strip()
+    log.assert_clean()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("kind", PLAYER_KINDS)
+def test_step_and_scrub_move_one_token(open_page, lang, kind):
+    page, log, demo = open_demo(open_page, lang, kind)
+    strings = demo_data(page, demo)["strings"]
+    forward = demo.get_by_role("button", name=strings["common.step_forward"])
+    back = demo.get_by_role("button", name=strings["common.step_back"])
+    assert count(demo) == 0
+    forward.click()
+    assert count(demo) == 1
+    back.click()
+    assert count(demo) == 0
+    scrubber = demo.locator("input[type=range]")
+    scrubber.focus()
+    page.keyboard.press("ArrowRight")
+    assert count(demo) == 1
+    assert scrubber.input_value() == "1"
+    page.keyboard.press("End")
+    assert count(demo) == total(demo)
+    page.keyboard.press("ArrowLeft")
+    assert count(demo) == total(demo) - 1
+    log.assert_clean()
+
+
+def tab_until(page, predicate: str, limit: int = 250) -> None:
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if page.evaluate(predicate):
+            return
+    raise AssertionError(f"Tab never reached: {predicate}")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("kind", PLAYER_KINDS)
+def test_keyboard_alone_operates_every_control(open_page, lang, kind):
+    page, log, demo = open_demo(open_page, lang, kind)
+    demo_id = demo.get_attribute("id")
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    tab_until(page, f"document.activeElement.matches('#{demo_id} [data-pd-stage]')")
+    page.keyboard.press("End")
+    assert count(demo) == total(demo)
+    page.keyboard.press("Home")
+    assert count(demo) == 0
+    page.keyboard.press("ArrowRight")
+    assert count(demo) == 1
+    page.keyboard.press("ArrowLeft")
+    assert count(demo) == 0
+    page.keyboard.press("Space")
+    wait_for_state(page, demo, "ended")
+    assert shown_answer(demo).strip() == demo_data(page, demo)["trace"]["answer"].strip()
+    page.keyboard.press("Home")
+
+    # Every control inside the stage is reachable in order, named, and works from the keyboard.
+    names = []
+    while True:
+        page.keyboard.press("Tab")
+        inside = page.evaluate(f"document.activeElement.closest('#{demo_id}') !== null")
+        if not inside:
+            break
+        info = page.evaluate("""() => { const el = document.activeElement;
+            const label = el.labels && el.labels[0] ? el.labels[0].textContent : '';
+            return {tag: el.tagName, name: (el.getAttribute('aria-label') || el.textContent || label).trim(),
+                    outline: getComputedStyle(el).outlineStyle}; }""")
+        assert info["name"], f"unnamed control {info}"
+        assert info["outline"] != "none", f"no visible focus on {info}"
+        names.append(info["tag"])
+        if info["tag"] == "BUTTON" and count(demo) < total(demo):
+            before = count(demo)
+            page.keyboard.press("Enter")
+            page.wait_for_timeout(50)
+            assert count(demo) != before or demo.get_attribute("data-pd-state") == "playing"
+        assert len(names) < 20
+    assert names.count("BUTTON") >= 4 and "INPUT" in names and "SELECT" in names
+    log.assert_clean()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("kind", PLAYER_KINDS)
+def test_reduced_motion_shows_the_final_state_with_step_controls(open_page, lang, kind):
+    page, log, demo = open_demo(open_page, lang, kind, query="", reduced_motion="reduce")
+    data = demo_data(page, demo)
+    assert demo.get_attribute("data-pd-state") == "ended"
+    assert count(demo) == total(demo)
+    assert shown_answer(demo).strip() == data["trace"]["answer"].strip()
+    assert demo.get_by_role("button", name=data["strings"]["common.play"]).count() == 0
+    demo.get_by_role("button", name=data["strings"]["common.step_back"]).click()
+    assert count(demo) == total(demo) - 1
+    log.assert_clean()
+
+
+def number_in(text: str) -> float:
+    match = re.search(r"-?[\d,]+(?:\.\d+)?", text)
+    assert match, text
+    return float(match.group(0).replace(",", ""))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_timeline_slider_and_source_switch_show_the_recorded_values(open_page, lang):
+    page, log, demo = open_demo(open_page, lang, "timeline", query="")
+    data = demo_data(page, demo)
+    slider = demo.locator("input[type=range]")
+    lengths = sorted(int(n) for n in data["readouts"]["measured"])
+    sources = [option.get_attribute("value") for option in demo.locator("select option").all()]
+    assert "measured" in sources and len(sources) >= 2
+    for source in sources:
+        demo.locator("select").select_option(source)
+        slider.focus()
+        page.keyboard.press("Home")
+        for index, length in enumerate(lengths):
+            if index:
+                page.keyboard.press("ArrowRight")
+            assert demo.get_attribute("data-pd-length") == str(length)
+            expected = data["readouts"][source][str(length)]
+            values = [number_in(v) for v in demo.locator(".pd-readout__value").all_text_contents()[-3:]]
+            for shown, key in zip(values, ("ttft_ms", "tps", "decode_ms_per_token"), strict=True):
+                assert shown == pytest.approx(expected[key], rel=0.01, abs=0.01), (source, length, key)
+    log.assert_clean()
+
+
+def chart_text_colour(page, chart) -> str:
+    return page.evaluate("el => getComputedStyle(el.querySelector('.main-svg .xtick text, .main-svg text')).fill",
+                         chart.element_handle())
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("kind", CHART_KINDS)
+def test_charts_render_and_follow_the_palette(open_page, lang, scheme, kind):
+    page, log, demo = open_demo(open_page, lang, kind, query="", color_scheme=scheme)
+    charts = demo.locator(".pd-chart")
+    assert charts.count() >= 1
+    for chart in charts.all():
+        chart.scroll_into_view_if_needed()
+        page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(),
+                               timeout=TIMEOUT_MS)
+        assert chart.locator(".main-svg").count() >= 1
+    chart = charts.first
+    before = chart_text_colour(page, chart)
+    other = "default" if scheme == "dark" else "slate"
+    page.evaluate(f"document.body.setAttribute('data-md-color-scheme', '{other}')")
+    page.wait_for_function("([el, c]) => getComputedStyle(el.querySelector('.main-svg .xtick text, .main-svg text'))"
+                           ".fill !== c", arg=[chart.element_handle(), before], timeout=5000)
+    log.assert_clean()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_demo_loads_without_missing_strings_or_errors(open_page, lang):
+    for kind in PAGE_OF_KIND:
+        page, log, demo = open_demo(open_page, lang, kind, query="")
+        assert demo.get_attribute("data-pd-missing-strings") is None, kind
+        log.assert_clean()
+        page.close()
+
+
+HOSTILE = "</script><img src=x onerror=\"window.__pd_pwned=1\">"
+
+
+def make_hostile(data: dict) -> dict:
+    """Put markup in every text field the browser shows: prompt, tokens, candidates, answer, labels."""
+    trace = data["trace"]
+    for token in trace["prompt"]["tokens"][:3]:
+        token["text"] = HOSTILE
+    data["prompt"] = {"text": HOSTILE, "tokens": trace["prompt"]["tokens"]}
+    for step in trace["steps"]:
+        if step.get("token"):
+            step["token"]["text"] = HOSTILE
+        for candidate in step.get("top") or []:
+            candidate["text"] = HOSTILE
+    shown = [s for s in trace["steps"] if s.get("token")]
+    if trace.get("stop_reason") == "eos":
+        shown = shown[:-1]
+    trace["answer"] = HOSTILE * len(shown)
+    data["strings"] = {key: HOSTILE for key in data["strings"]}
+    return data
+
+
+@pytest.mark.parametrize("kind", PLAYER_KINDS)
+def test_markup_in_demo_data_is_shown_as_text_and_runs_nothing(open_page, kind):
+    import json
+
+    page, log = open_page("en/" + PAGE_OF_KIND[kind], wait_until="domcontentloaded")
+
+    def hostile_route(route):
+        response = route.fetch()
+        route.fulfill(response=response, body=json.dumps(make_hostile(response.json())))
+
+    page.route("**/assets/traces/*.json", hostile_route)
+    page.reload()
+    demo = page.locator(f".pd-demo[data-pd-demo={kind}]").first
+    demo.scroll_into_view_if_needed()
+    page.wait_for_function("el => el.dataset.pdStatus === 'ready'", arg=demo.element_handle(), timeout=TIMEOUT_MS)
+    demo.locator("[data-pd-stage]").focus()
+    page.keyboard.press("End")
+    page.wait_for_timeout(300)
+    stage = demo.locator("[data-pd-stage]")
+    assert stage.locator("img, script").count() == 0
+    assert HOSTILE in stage.text_content()
+    assert page.evaluate("window.__pd_pwned") is None
+    assert not log.page_errors
