@@ -1,0 +1,40 @@
+"""MkDocs hook: `demo` blocks become interactive demos, `{{ figure }}` references become measured values.
+
+Thin wiring only; the work lives in hooks/demos/ (see its modules). mkdocs-static-i18n runs every event
+once per language, and `mkdocs serve` keeps this module loaded across rebuilds: simulation results and
+built demo files are memoised in hooks/demos/ and cached on disk under .cache/traces/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
+
+from hooks.demos.site import DemoSite, default_measurements
+
+_site: DemoSite | None = None
+
+
+def _project_dir(config: MkDocsConfig) -> Path:
+    return Path(config.config_file_path).resolve().parent
+
+
+# After mkdocs-static-i18n (priority -100) has chosen this language's pages and asset folders.
+@event_priority(-110)
+def on_files(files: Files, *, config: MkDocsConfig) -> Files:
+    global _site
+    project_dir = _project_dir(config)
+    _site = DemoSite(project_dir, default_measurements(project_dir), project_dir / "overrides" / "pd")
+    for file in _site.prepare(files, config):
+        files.append(file)
+    return files
+
+
+def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    if _site is None:
+        return markdown
+    return _site.page_markdown(markdown, page)

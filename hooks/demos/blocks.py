@@ -1,0 +1,227 @@
+"""`demo` fenced blocks: find them in a chapter's Markdown, parse their YAML, validate their options.
+
+Every error is a PluginError that names the source file, the line in that file and what is allowed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from mkdocs.exceptions import PluginError
+
+KINDS: tuple[str, ...] = ("conversation", "prefill", "decode", "timeline", "roofline", "recap")
+# Kinds that record a prompt (and so need one).
+RECORDING_KINDS: frozenset[str] = frozenset({"conversation", "prefill", "decode"})
+
+COMMON_OPTIONS: tuple[str, ...] = ("kind", "note")
+KIND_OPTIONS: dict[str, tuple[str, ...]] = {
+    "conversation": ("prompt", "max_new_tokens"),
+    "prefill": ("prompt", "max_new_tokens", "prompt_lengths", "projection"),
+    "decode": ("prompt", "max_new_tokens", "contexts"),
+    # These kinds measure synthetic prompts of exact lengths; a `prompt` is accepted (chapters share one
+    # block shape) but not recorded.
+    "timeline": ("prompt", "prompt_lengths", "projections"),
+    "roofline": ("prompt", "projections"),
+    "recap": ("prompt", "prompt_lengths"),
+}
+DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {"conversation": 64, "prefill": 1, "decode": 32}
+MAX_NEW_TOKENS_RANGE = (1, 256)
+MAX_NOTE_CHARS = 400
+MAX_LIST_ITEMS = 8
+MIN_PROMPT_LENGTH = 8  # a sweep point shorter than this measures only noise
+MIN_CONTEXT = 8
+
+_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*?)[ \t]*$")
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A fenced code region: 0-based line indices of its opening and closing fence lines."""
+
+    start: int
+    end: int  # index of the closing fence line (or the last line when the fence is never closed)
+    info: str
+    indent: str
+
+
+@dataclass
+class DemoBlock:
+    """One parsed `demo` block; `line` is the 1-based line of its opening fence in the source file."""
+
+    kind: str
+    options: dict[str, Any]
+    src_path: str
+    line: int
+    index: int
+    option_lines: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def note(self) -> str | None:
+        return self.options.get("note")
+
+    @property
+    def prompt(self) -> str | None:
+        return self.options.get("prompt")
+
+    def where(self, option: str | None = None) -> str:
+        line = self.option_lines.get(option, self.line) if option else self.line
+        return f"{self.src_path}:{line}"
+
+
+def fail(where: str, what: str, allowed: str) -> PluginError:
+    """The error every bad demo input raises: location, problem, what is allowed."""
+    return PluginError(f"{where}: {what} — allowed: {allowed}")
+
+
+def iter_fences(lines: list[str]) -> Iterator[Fence]:
+    """Top-level fenced regions, in order (a fence inside another fence is content, not a fence)."""
+    i = 0
+    while i < len(lines):
+        match = _FENCE_OPEN.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        fence, indent = match.group("fence"), match.group("indent")
+        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+        end = i + 1
+        while end < len(lines) and not closing.match(lines[end]):
+            end += 1
+        yield Fence(i, min(end, len(lines) - 1), match.group("info").strip(), indent)
+        i = end + 1
+
+
+def is_demo_fence(fence: Fence) -> bool:
+    return fence.info == "demo" or fence.info.split()[:1] == ["demo"]
+
+
+def demo_fences(markdown: str) -> list[Fence]:
+    return [f for f in iter_fences(markdown.split("\n")) if is_demo_fence(f)]
+
+
+def parse_blocks(source: str, src_path: str) -> list[DemoBlock]:
+    """Every `demo` block of a page's raw source (front matter included, so lines match the file)."""
+    lines = source.split("\n")
+    blocks = []
+    for index, fence in enumerate(f for f in iter_fences(lines) if is_demo_fence(f)):
+        body_lines = [_dedent(line, fence.indent) for line in lines[fence.start + 1 : fence.end]]
+        blocks.append(_parse_block(body_lines, src_path, fence.start + 1, index))
+    return blocks
+
+
+def _dedent(line: str, indent: str) -> str:
+    return line[len(indent) :] if indent and line.startswith(indent) else line
+
+
+def _parse_block(body_lines: list[str], src_path: str, line: int, index: int) -> DemoBlock:
+    body = "\n".join(body_lines)
+    allowed_kinds = ", ".join(KINDS)
+    try:
+        data = yaml.safe_load(body)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        at = line + 1 + mark.line if mark is not None else line
+        problem = getattr(error, "problem", None) or str(error).split("\n")[0]
+        raise fail(
+            f"{src_path}:{at}", f"malformed YAML in demo block ({problem})",
+            "a YAML mapping such as `kind: conversation` and `prompt: ...`, one key per line",
+        ) from None
+    if not isinstance(data, dict):
+        raise fail(f"{src_path}:{line}", "a demo block must be a YAML mapping of options",
+                   f"`kind:` ({allowed_kinds}) and the options of that kind")
+    option_lines = _option_lines(body_lines, line)
+    kind = data.get("kind")
+    if kind not in KINDS:
+        what = "demo block has no `kind`" if kind is None else f"unknown demo kind {kind!r}"
+        raise fail(f"{src_path}:{option_lines.get('kind', line)}", what, allowed_kinds)
+    return DemoBlock(kind=kind, options=dict(data), src_path=src_path, line=line, index=index,
+                     option_lines=option_lines)
+
+
+def _option_lines(body_lines: list[str], fence_line: int) -> dict[str, int]:
+    """1-based file line of each top-level key in the block body."""
+    found = {}
+    for offset, text in enumerate(body_lines, start=1):
+        match = re.match(r"^([A-Za-z_][\w-]*)\s*:", text)
+        if match and match.group(1) not in found:
+            found[match.group(1)] = fence_line + offset
+    return found
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the loaded model and the projections data allow; the hook builds it once per build."""
+
+    model_name: str
+    max_context: int
+    count_prompt_tokens: Callable[[str], int]
+    projection_ids: frozenset[str]
+
+
+def validate(block: DemoBlock, limits: Limits) -> DemoBlock:
+    """Check a block's options against its kind and the model; fill defaults. Returns the block."""
+    allowed = COMMON_OPTIONS + KIND_OPTIONS[block.kind]
+    for key in block.options:
+        if key not in allowed:
+            raise fail(block.where(key), f"unknown option {key!r} for a {block.kind} demo", ", ".join(allowed))
+    options = block.options
+    note = options.get("note")
+    if note is not None and (not isinstance(note, str) or len(note) > MAX_NOTE_CHARS):
+        raise fail(block.where("note"), "`note` must be a short text", f"a string of at most {MAX_NOTE_CHARS} characters")
+    if block.kind in RECORDING_KINDS:
+        _validate_prompt(block, limits)
+    if "prompt_lengths" in options:
+        options["prompt_lengths"] = _int_list(block, "prompt_lengths", MIN_PROMPT_LENGTH, limits.max_context // 2)
+    if "contexts" in options:
+        options["contexts"] = _int_list(block, "contexts", MIN_CONTEXT, limits.max_context // 2)
+    if "projection" in options:
+        options["projection"] = _projection_id(block, "projection", options["projection"], limits)
+    if "projections" in options:
+        ids = options["projections"]
+        if not isinstance(ids, list) or not ids or len(ids) > MAX_LIST_ITEMS:
+            raise fail(block.where("projections"), "`projections` must be a list of projection ids",
+                       f"1 to {MAX_LIST_ITEMS} of: {', '.join(sorted(limits.projection_ids))}")
+        options["projections"] = [_projection_id(block, "projections", value, limits) for value in ids]
+    return block
+
+
+def _validate_prompt(block: DemoBlock, limits: Limits) -> None:
+    options = block.options
+    prompt = options.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise fail(block.where("prompt"), f"a {block.kind} demo needs a `prompt`",
+                   "a non-empty text, e.g. `prompt: Explain quantum computing in three sentences.`")
+    low, high = MAX_NEW_TOKENS_RANGE
+    max_new = options.setdefault("max_new_tokens", DEFAULT_MAX_NEW_TOKENS[block.kind])
+    if isinstance(max_new, bool) or not isinstance(max_new, int) or not low <= max_new <= high:
+        raise fail(block.where("max_new_tokens"), f"`max_new_tokens: {max_new!r}` is out of range",
+                   f"an integer from {low} to {high}")
+    prompt_tokens = limits.count_prompt_tokens(prompt)
+    if prompt_tokens + max_new > limits.max_context:
+        raise fail(block.where("prompt"),
+                   f"the prompt is {prompt_tokens} tokens; with max_new_tokens {max_new} it exceeds "
+                   f"the context of {limits.model_name} ({limits.max_context} tokens)",
+                   f"at most {limits.max_context - max_new} prompt tokens (chat template included)")
+
+
+def _int_list(block: DemoBlock, key: str, low: int, high: int) -> list[int]:
+    values = block.options[key]
+    allowed = f"a list of 1 to {MAX_LIST_ITEMS} increasing integers from {low} to {high}"
+    if not isinstance(values, list) or not 1 <= len(values) <= MAX_LIST_ITEMS:
+        raise fail(block.where(key), f"`{key}` must be a list", allowed)
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise fail(block.where(key), f"`{key}` value {value!r} is out of range", allowed)
+    if values != sorted(set(values)):
+        raise fail(block.where(key), f"`{key}` must be increasing without repeats", allowed)
+    return values
+
+
+def _projection_id(block: DemoBlock, key: str, value: Any, limits: Limits) -> str:
+    if not isinstance(value, str) or value not in limits.projection_ids:
+        raise fail(block.where(key), f"unknown projection {value!r}",
+                   "MODEL/DEVICE/DTYPE ids: " + ", ".join(sorted(limits.projection_ids)))
+    return value

@@ -1,0 +1,102 @@
+"""Simulation results cached on disk and in the process.
+
+A result is stored under the sha256 of its inputs (what was asked, the simulation source code, the
+model's fingerprint). Prose edits change none of these, so they never re-run a simulation; a new
+prompt, option, model or simulation code does. Files are written atomically and carry a checksum of
+their payload: a corrupt or truncated file is reported and recomputed, never served.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mkdocs.plugins import get_plugin_logger
+
+log = get_plugin_logger(__name__)
+
+CACHE_FORMAT = "prefill-decode-cache/1"
+# In-process memo shared by every build of this process: both language builds of static-i18n and
+# every rebuild of `mkdocs serve` (hook modules stay loaded).
+_MEMO: dict[str, Any] = {}
+
+
+def cache_key(parts: dict[str, Any]) -> str:
+    """Stable sha256 of a JSON-serialisable description of a computation's inputs."""
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def source_hash(package_dir: Path) -> str:
+    """sha256 over the package's Python sources and data files (paths and contents)."""
+    digest = hashlib.sha256()
+    for path in sorted(package_dir.rglob("*")):
+        if path.is_file() and path.suffix in {".py", ".json", ".yml", ".yaml", ".txt", ".csv"} \
+                and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(package_dir).as_posix().encode())
+            digest.update(b"\0")
+            digest.update(path.read_bytes())
+            digest.update(b"\0")
+    return digest.hexdigest()
+
+
+class ResultCache:
+    """get-or-compute over an on-disk directory plus the process-wide memo."""
+
+    def __init__(self, directory: Path, memo: dict[str, Any] | None = None) -> None:
+        self.directory = directory
+        self.memo = _MEMO if memo is None else memo
+
+    def path_for(self, key: str) -> Path:
+        return self.directory / f"{key}.json"
+
+    def get_or_compute(self, parts: dict[str, Any], compute: Callable[[], Any], *, label: str) -> Any:
+        """The cached result for `parts`, or `compute()` (logged as progress) stored for next time."""
+        key = cache_key(parts)
+        if key in self.memo:
+            return self.memo[key]
+        result = self._read(key, label)
+        if result is None:
+            log.info(f"Simulating: {label}…")
+            result = compute()
+            self._write(key, label, result)
+        self.memo[key] = result
+        return result
+
+    def _read(self, key: str, label: str) -> Any:
+        path = self.path_for(key)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            header_line, _, payload = raw.partition(b"\n")
+            header = json.loads(header_line)
+            if header.get("format") != CACHE_FORMAT or header.get("key") != key:
+                raise ValueError("unexpected header")
+            if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+                raise ValueError("checksum mismatch (truncated or edited)")
+            return json.loads(payload)
+        except (ValueError, UnicodeDecodeError) as error:
+            log.warning(f"Ignoring corrupt cache file {path} for {label} ({error}); recomputing it")
+            return None
+
+    def _write(self, key: str, label: str, result: Any) -> None:
+        payload = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        header = {"format": CACHE_FORMAT, "key": key, "label": label,
+                  "sha256": hashlib.sha256(payload).hexdigest()}
+        self.directory.mkdir(parents=True, exist_ok=True)
+        # Write beside the target, then rename: a reader never sees half a file.
+        fd, tmp_name = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(json.dumps(header).encode("utf-8") + b"\n" + payload)
+            os.replace(tmp_name, self.path_for(key))
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise

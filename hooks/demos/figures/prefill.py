@@ -1,0 +1,75 @@
+"""Prefill figures: the K and V heatmaps of the prompt, and measured prefill time vs prompt length."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from hooks.demos.figures.common import DIVERGING, animation_controls, base_layout, to_dict
+from hooks.demos.figures.flops import prefill_flops_split
+from hooks.demos.strings import Strings
+
+
+def token_labels(tokens: list[dict[str, Any]]) -> list[str]:
+    """Tick labels for prompt tokens: position and visible text (whitespace made visible)."""
+    return [f"{i}: {t['text'].replace(' ', '·').replace(chr(10), '⏎')}" for i, t in enumerate(tokens)]
+
+
+def kv_heatmap(trace: dict[str, Any], strings: Strings, source: str) -> dict[str, Any]:
+    """K and V of every prompt token (one layer, first dims) side by side; frames "empty" → "full".
+
+    Prefill writes every row in the same pass, so the animation has two states, not one per token.
+    """
+    kv = trace["kv_slice"]
+    k, v = kv["k"], kv["v"]
+    rows = list(range(len(k)))
+    labels = token_labels(trace["prompt"]["tokens"])[: len(k)]
+    dims = list(range(kv["dims"]))
+    limit = max((abs(x) for row in k + v for x in row), default=1.0) or 1.0
+    empty = [[None] * len(dims) for _ in rows]
+
+    def heatmaps(k_z: list[list[Any]], v_z: list[list[Any]]) -> list[go.Heatmap]:
+        common = {"x": dims, "y": rows, "coloraxis": "coloraxis", "xgap": 0, "ygap": 1}
+        return [go.Heatmap(z=k_z, name="K", **common), go.Heatmap(z=v_z, name="V", **common)]
+
+    figure = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
+                           subplot_titles=(strings["prefill.k_title"], strings["prefill.v_title"]))
+    for col, trace_ in enumerate(heatmaps(k, v), start=1):
+        figure.add_trace(trace_, row=1, col=col)
+    title = strings.format("prefill.kv_heatmap_title", layer=kv["layer"], dims=kv["dims"])
+    height = max(320, 18 * len(rows) + 160)
+    figure.update_layout(**base_layout(title, source, height=height, animated=True))
+    figure.update_layout(coloraxis={"colorscale": DIVERGING, "cmid": 0, "cmin": -limit, "cmax": limit,
+                                    "colorbar": {"title": {"text": strings["prefill.value"]}}},
+                         **animation_controls(["empty", "full"], [strings["prefill.frame_empty"],
+                                                                  strings["prefill.frame_full"]], strings))
+    figure.update_yaxes(tickvals=rows, ticktext=labels, autorange="reversed", row=1, col=1)
+    figure.update_yaxes(autorange="reversed", row=1, col=2)
+    figure.update_xaxes(title_text=strings["prefill.axis_dim"])
+    figure.update_yaxes(title_text=strings["prefill.axis_token"], row=1, col=1)
+    figure.frames = [go.Frame(name="empty", data=heatmaps(empty, empty), traces=[0, 1]),
+                     go.Frame(name="full", data=heatmaps(k, v), traces=[0, 1])]
+    return to_dict(figure)
+
+
+def prefill_time(sweep: dict[str, Any], model: dict[str, Any], strings: Strings, source: str) -> dict[str, Any]:
+    """Measured prefill time (TTFT) against prompt length, over the linear and attention FLOPs."""
+    points = sweep["prompt_lengths"]
+    lengths = [p["prompt_tokens"] for p in points]
+    split = [prefill_flops_split(model, n) for n in lengths]
+    figure = make_subplots(specs=[[{"secondary_y": True}]])
+    figure.add_trace(go.Bar(x=lengths, y=[lin / 1e9 for lin, _ in split], name=strings["prefill.legend_linear"],
+                            opacity=0.55), secondary_y=True)
+    figure.add_trace(go.Bar(x=lengths, y=[att / 1e9 for _, att in split], name=strings["prefill.legend_attention"],
+                            opacity=0.55), secondary_y=True)
+    figure.add_trace(go.Scatter(x=lengths, y=[p["ttft_ms"] for p in points], mode="lines+markers",
+                                name=strings["prefill.legend_measured"], line={"width": 3}), secondary_y=False)
+    figure.update_layout(**base_layout(strings["prefill.time_title"], source), barmode="stack")
+    figure.update_xaxes(title_text=strings["common.axis_prompt_tokens"], type="log",
+                        tickvals=lengths, ticktext=[f"{n:,}" for n in lengths])
+    figure.update_yaxes(title_text=strings["common.axis_ttft_ms"], secondary_y=False, rangemode="tozero")
+    figure.update_yaxes(title_text=strings["prefill.axis_gflop"], secondary_y=True, showgrid=False,
+                        rangemode="tozero")
+    return to_dict(figure)

@@ -1,0 +1,66 @@
+"""Roofline figures: the build machine's roofline with prefill and decode on it (frames by prompt
+length), and the compute / bandwidth utilisation of each phase, measured and projected."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import plotly.graph_objects as go
+
+from hooks.demos.figures.common import animation_controls, base_layout, to_dict
+from hooks.demos.strings import Strings
+
+
+def roof(peak_gflops: float, peak_gbps: float, low: float = 0.05, high: float = 1e4) -> tuple[list[float], list[float]]:
+    """The roof: bandwidth-limited slope up to the ridge point, then the compute ceiling."""
+    ridge = peak_gflops / peak_gbps
+    xs = [low, ridge, high]
+    return xs, [min(peak_gflops, x * peak_gbps) for x in xs]
+
+
+def roofline(peaks: dict[str, float], points: dict[int, dict[str, dict[str, float]]], strings: Strings,
+             source: str) -> dict[str, Any]:
+    """`points[prompt_tokens]["prefill"|"decode"]` holds intensity and gflops; one frame per prompt length."""
+    xs, ys = roof(peaks["peak_gflops"], peaks["peak_gbps"])
+    lengths = sorted(points)
+
+    def markers(n: int) -> list[go.Scatter]:
+        return [go.Scatter(x=[points[n][phase]["intensity"]], y=[points[n][phase]["gflops"]],
+                           mode="markers+text", text=[strings[f"common.phase_{phase}"]],
+                           textposition="top center", marker={"size": 14, "symbol": symbol},
+                           name=strings[f"common.phase_{phase}"])
+                for phase, symbol in (("prefill", "circle"), ("decode", "diamond"))]
+
+    roof_trace = go.Scatter(x=xs, y=ys, mode="lines", name=strings["roofline.legend_roof"],
+                            line={"width": 3}, hoverinfo="skip")
+    names = [f"prompt-{n}" for n in lengths]
+    figure = go.Figure(data=[roof_trace, *markers(lengths[-1])],
+                       frames=[go.Frame(name=name, data=markers(n), traces=[1, 2])
+                               for name, n in zip(names, lengths, strict=True)])
+    figure.update_layout(**base_layout(strings["roofline.title"], source, height=420, animated=True),
+                         **animation_controls(names, [f"{n:,}" for n in lengths], strings,
+                                              prefix=strings["roofline.slider_prefix"]))
+    all_x = xs + [p[ph]["intensity"] for p in points.values() for ph in ("prefill", "decode")]
+    all_y = ys + [p[ph]["gflops"] for p in points.values() for ph in ("prefill", "decode")]
+    figure.update_xaxes(title_text=strings["roofline.axis_intensity"], type="log",
+                        range=[math.log10(min(all_x)) - 0.2, math.log10(max(all_x)) + 0.2])
+    figure.update_yaxes(title_text=strings["roofline.axis_gflops"], type="log",
+                        range=[math.log10(min(all_y)) - 0.3, math.log10(max(all_y)) + 0.3])
+    return to_dict(figure)
+
+
+def utilization(rows: list[dict[str, Any]], strings: Strings, source: str) -> dict[str, Any]:
+    """Grouped bars: for each source (measured, then projections), compute and bandwidth utilisation
+    of prefill and of decode, in percent. `rows`: [{"label", "prefill": {...}, "decode": {...}}]."""
+    categories = [strings["roofline.cat_prefill_compute"], strings["roofline.cat_prefill_bandwidth"],
+                  strings["roofline.cat_decode_compute"], strings["roofline.cat_decode_bandwidth"]]
+    figure = go.Figure()
+    for row in rows:
+        values = [row["prefill"]["compute_utilization"], row["prefill"]["bandwidth_utilization"],
+                  row["decode"]["compute_utilization"], row["decode"]["bandwidth_utilization"]]
+        figure.add_trace(go.Bar(x=categories, y=[100 * v for v in values], name=row["label"],
+                                text=[f"{100 * v:.0f}%" for v in values], textposition="outside"))
+    figure.update_layout(**base_layout(strings["roofline.util_title"], source, height=400), barmode="group")
+    figure.update_yaxes(title_text=strings["roofline.axis_util"], range=[0, 115], ticksuffix="%")
+    return to_dict(figure)

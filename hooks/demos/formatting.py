@@ -1,0 +1,79 @@
+"""Numbers as the prose and the fallbacks show them: value, unit, thousands separators.
+
+Chinese and English use the same digits and units; the per-language table is where a future language
+with other separators would differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NumberStyle:
+    thousands: str = ","
+    decimal: str = "."
+    unit_space: str = " "
+
+
+STYLES: dict[str, NumberStyle] = {"zh": NumberStyle(), "en": NumberStyle()}
+
+
+def style_for(lang: str) -> NumberStyle:
+    return STYLES.get(lang, NumberStyle())
+
+
+def number(value: float, lang: str, decimals: int | None = None) -> str:
+    """Thousands separators; decimals chosen by magnitude unless given (3 significant digits or so)."""
+    if decimals is None:
+        magnitude = abs(value)
+        decimals = 0 if magnitude >= 100 or float(value).is_integer() else 1 if magnitude >= 10 else 2
+    text = f"{value:,.{decimals}f}"
+    style = style_for(lang)
+    return text.replace(",", "\0").replace(".", style.decimal).replace("\0", style.thousands)
+
+
+def with_unit(value: float, unit: str, lang: str, decimals: int | None = None) -> str:
+    return f"{number(value, lang, decimals)}{style_for(lang).unit_space}{unit}"
+
+
+def ms(value: float, lang: str) -> str:
+    return with_unit(value, "ms", lang)
+
+
+def tps(value: float, lang: str) -> str:
+    return with_unit(value, "tok/s", lang)
+
+
+def percent(fraction: float, lang: str) -> str:
+    value = 100 * fraction
+    return f"{number(value, lang, 0 if abs(value) >= 10 else 1)}%"
+
+
+def times(ratio: float, lang: str) -> str:
+    return f"{number(ratio, lang, 0 if ratio >= 100 else 1)}×"
+
+
+def nbytes(value: float, lang: str) -> str:
+    """Decimal units (1 KB = 1000 bytes), as bandwidths in GB/s are."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(value) >= scale:
+            return with_unit(value / scale, unit, lang)
+    return with_unit(value, "B", lang, 0)
+
+
+def megabytes(value: float, lang: str) -> str:
+    return with_unit(value / 1e6, "MB", lang)
+
+
+def count(value: float, lang: str) -> str:
+    return number(value, lang, 0)
+
+
+def params(value: float, lang: str) -> str:
+    """Parameter counts the way model names write them: 135M, 8.0B."""
+    for suffix, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if value >= scale:
+            scaled = value / scale
+            return f"{number(scaled, lang, 0 if scaled >= 100 else 1)}{suffix}"
+    return count(value, lang)

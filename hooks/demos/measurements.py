@@ -1,0 +1,128 @@
+"""Every simulation the demos use, through the cache: traces per prompt, and the shared global
+measurements (prompt-length sweep, cache vs recompute, roofline, projections) computed once per process.
+
+Sweep sizes follow env PD_SWEEP: `full` (default, what the published site shows) or `quick` (fewer
+repeats and decode steps, for tests and drafts). The prompt lengths and contexts are the same in both,
+so every inline figure name stays valid.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import get_plugin_logger
+
+from hooks.demos.cache import ResultCache
+from hooks.demos.simulator import Progress, Simulator
+
+log = get_plugin_logger(__name__)
+
+DEFAULT_PROMPT_LENGTHS: tuple[int, ...] = (128, 512, 2048, 4096)
+DEFAULT_CONTEXTS: tuple[int, ...] = (64, 128, 256, 512, 1024)
+ROOFLINE_PROMPT_TOKENS = 512
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    name: str
+    decode_steps: int
+    repeats: int
+    peak_repeats: int
+
+
+SWEEP_SETTINGS = {
+    "full": SweepSettings("full", decode_steps=16, repeats=3, peak_repeats=5),
+    "quick": SweepSettings("quick", decode_steps=4, repeats=1, peak_repeats=1),
+}
+
+
+def sweep_settings() -> SweepSettings:
+    name = os.environ.get("PD_SWEEP", "full")
+    if name not in SWEEP_SETTINGS:
+        raise PluginError(f"environment: PD_SWEEP={name!r} is not a sweep size — allowed: {', '.join(SWEEP_SETTINGS)}")
+    return SWEEP_SETTINGS[name]
+
+
+def progress_logger(label: str, every_s: float = 2.0) -> Progress:
+    """A progress callback that logs at most every `every_s` seconds (info level)."""
+    last = [0.0]
+
+    def report(message: str, fraction: float | None = None) -> None:
+        now = time.monotonic()
+        if now - last[0] < every_s and (fraction is None or fraction < 1):
+            return
+        last[0] = now
+        done = f" ({fraction:.0%})" if fraction is not None else ""
+        log.info(f"  {label}: {message}{done}")
+
+    return report
+
+
+class Measurements:
+    """Cached access to every simulation result, keyed by inputs, simulation code and model."""
+
+    def __init__(self, simulator: Simulator, cache: ResultCache, code_hash: str,
+                 settings: SweepSettings | None = None) -> None:
+        self.simulator = simulator
+        self.cache = cache
+        self.code_hash = code_hash
+        self.settings = settings or sweep_settings()
+
+    def _parts(self, what: str, *, model: bool = True, **inputs: Any) -> dict[str, Any]:
+        parts = {"what": what, "inputs": inputs, "simulation_code": self.code_hash}
+        if model:
+            parts["model"] = self.simulator.fingerprint
+        return parts
+
+    def _cached(self, what: str, label: str, compute: Any, *, model: bool = True, **inputs: Any) -> Any:
+        return self.cache.get_or_compute(self._parts(what, model=model, **inputs), compute, label=label)
+
+    def _with_machine(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Stamp a measurement with the machine and date it ran on (cached with it)."""
+        machine = result.get("machine")
+        info = machine if isinstance(machine, dict) and "cpu" in machine else self.simulator.machine()
+        return {**result, "machine_info": {k: info[k] for k in ("cpu", "cores", "numpy", "blas", "python", "date")
+                                           if k in info}}
+
+    def trace(self, prompt: str, max_new_tokens: int) -> dict[str, Any]:
+        label = f"recording {prompt[:40]!r} ({max_new_tokens} new tokens max) on {self.simulator.model_name}"
+        return self._cached(
+            "trace", label,
+            lambda: self.simulator.record(prompt, max_new_tokens=max_new_tokens, progress=progress_logger("record")),
+            prompt=prompt, max_new_tokens=max_new_tokens)
+
+    def sweep(self, prompt_lengths: tuple[int, ...] | list[int] = DEFAULT_PROMPT_LENGTHS,
+              contexts: tuple[int, ...] | list[int] = DEFAULT_CONTEXTS) -> dict[str, Any]:
+        lengths, ctxs, s = list(prompt_lengths), list(contexts), self.settings
+        label = f"sweep over prompt lengths {lengths} and contexts {ctxs} ({s.name}) on {self.simulator.model_name}"
+        return self._cached(
+            "sweep", label,
+            lambda: self._with_machine(self.simulator.sweep(
+                prompt_lengths=lengths, contexts=ctxs, decode_steps=s.decode_steps, repeats=s.repeats,
+                progress=progress_logger("sweep"))),
+            prompt_lengths=lengths, contexts=ctxs, settings=asdict(s))
+
+    def roofline(self) -> dict[str, Any]:
+        s = self.settings
+        label = f"roofline of this machine with {self.simulator.model_name} ({s.name})"
+        return self._cached(
+            "roofline", label,
+            lambda: self._with_machine(self.simulator.roofline(
+                prompt_tokens=ROOFLINE_PROMPT_TOKENS, repeats=s.repeats, peak_repeats=s.peak_repeats,
+                decode_steps=s.decode_steps,
+                progress=progress_logger("roofline"))),
+            prompt_tokens=ROOFLINE_PROMPT_TOKENS, settings=asdict(s))
+
+    def projections(self, prompt_lengths: tuple[int, ...] | list[int] = DEFAULT_PROMPT_LENGTHS) -> dict[str, Any]:
+        lengths = list(prompt_lengths)
+        return self._cached("projections", f"projections at prompt lengths {lengths}",
+                            lambda: self.simulator.projections(prompt_lengths=lengths),
+                            model=False, prompt_lengths=lengths)
+
+    def projection_ids(self) -> frozenset[str]:
+        rows = self.projections()["projections"]
+        return frozenset(f"{r['model']}/{r['device']}/{r['dtype']}" for r in rows)

@@ -1,0 +1,65 @@
+"""Numbers derived from traces, sweeps and projections — shared by demo JSON, fallbacks and prose."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+
+def trace_readouts(trace: dict[str, Any]) -> dict[str, float]:
+    """TTFT, decode pace, token counts and KV-cache sizes of one recorded generation."""
+    steps = trace["steps"]
+    prefill = steps[0]
+    decode = [s for s in steps[1:] if s["phase"] == "decode"]
+    decode_ms = statistics.fmean(s["end_ms"] - s["start_ms"] for s in decode) if decode else 0.0
+    prompt_tokens = len(trace["prompt"]["tokens"])
+    return {
+        "prompt_tokens": prompt_tokens,
+        "prompt_chars": trace["prompt"].get("chars", len(trace["prompt"]["text"])),
+        "answer_tokens": trace.get("answer_tokens", len(steps)),
+        "ttft_ms": prefill["end_ms"],
+        "decode_ms_per_token": decode_ms,
+        "tps": 1000.0 / decode_ms if decode_ms > 0 else 0.0,
+        "total_ms": steps[-1]["end_ms"],
+        "cached_tokens": prefill["kv_tokens"],
+        "kv_bytes": prefill["kv_bytes"],
+        "kv_bytes_per_token": prefill["kv_bytes"] / max(prefill["kv_tokens"], 1),
+        "kv_bytes_final": steps[-1]["kv_bytes"],
+        "kv_tokens_final": steps[-1]["kv_tokens"],
+    }
+
+
+def projection_id(row: dict[str, Any]) -> str:
+    return f"{row['model']}/{row['device']}/{row['dtype']}"
+
+
+def projection_rows(projections: dict[str, Any], wanted: str) -> list[dict[str, Any]]:
+    """Rows of one model/device/dtype id, by increasing prompt length."""
+    rows = [r for r in projections["projections"] if projection_id(r) == wanted]
+    return sorted(rows, key=lambda r: r["prompt_tokens"])
+
+
+def projection_at(projections: dict[str, Any], wanted: str, prompt_tokens: int) -> dict[str, Any] | None:
+    return next((r for r in projection_rows(projections, wanted) if r["prompt_tokens"] == prompt_tokens), None)
+
+
+def sweep_point(sweep: dict[str, Any], prompt_tokens: int) -> dict[str, Any] | None:
+    return next((p for p in sweep["prompt_lengths"] if p["prompt_tokens"] == prompt_tokens), None)
+
+
+def cache_point(sweep: dict[str, Any], context: int) -> dict[str, Any] | None:
+    return next((p for p in sweep["cache_vs_recompute"] if p["context"] == context), None)
+
+
+def source_names(sources: list[Any]) -> list[str]:
+    """Readable names of spec sources, whether given as strings or as {title/name, url} objects."""
+    names = []
+    for source in sources or []:
+        if isinstance(source, dict):
+            name = source.get("title") or source.get("name") or source.get("url") or ""
+        else:
+            name = str(source)
+        if name and name not in names:
+            names.append(name)
+    return names
+

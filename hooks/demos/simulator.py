@@ -1,0 +1,112 @@
+"""The one place the build talks to `simulations/`: load the model, record, sweep, measure, project.
+
+Everything else in hooks/demos/ depends on the `Simulator` protocol, so tests can pass a fake.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Protocol
+
+Progress = Callable[[str, "float | None"], None]
+
+
+class Simulator(Protocol):
+    """What the demos need from the simulation engine."""
+
+    @property
+    def model_name(self) -> str: ...
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def max_context(self) -> int: ...
+    def count_prompt_tokens(self, prompt: str) -> int: ...
+    def machine(self) -> dict[str, Any]: ...
+    def model_summary(self) -> dict[str, Any]: ...
+    def record(self, prompt: str, *, max_new_tokens: int, progress: Progress | None) -> dict[str, Any]: ...
+    def sweep(self, *, prompt_lengths: list[int], contexts: list[int], decode_steps: int, repeats: int,
+              progress: Progress | None) -> dict[str, Any]: ...
+    def roofline(self, *, prompt_tokens: int, repeats: int, peak_repeats: int, decode_steps: int,
+                 progress: Progress | None) -> dict[str, Any]: ...
+    def projections(self, *, prompt_lengths: list[int]) -> dict[str, Any]: ...
+
+
+def simulations_dir() -> Path:
+    import simulations
+
+    return Path(simulations.__file__).resolve().parent
+
+
+def model_spec() -> str | None:
+    """The model the build uses: env PD_MODEL ("tiny", a GGUF path, or a model id); None = default."""
+    return os.environ.get("PD_MODEL") or None
+
+
+class NumpySimulator:
+    """`Simulator` backed by the numpy engine in simulations/; the model loads on first use."""
+
+    def __init__(self, spec: str | None) -> None:
+        self.spec = spec
+
+    @cached_property
+    def model(self) -> Any:
+        from simulations.loader import load_model
+
+        return load_model(self.spec)
+
+    @property
+    def model_name(self) -> str:
+        return self.model.name
+
+    @property
+    def fingerprint(self) -> str:
+        return self.model.fingerprint
+
+    @property
+    def max_context(self) -> int:
+        return int(self.model.config.max_context)
+
+    def count_prompt_tokens(self, prompt: str) -> int:
+        """Tokens the model sees for this prompt with the chat template applied, as record() uses it."""
+        tokenizer = self.model.tokenizer
+        return len(tokenizer.encode(tokenizer.render_chat(prompt, None).text))
+
+    def machine(self) -> dict[str, Any]:
+        from simulations.machine import machine_info
+
+        return machine_info()
+
+    def model_summary(self) -> dict[str, Any]:
+        from simulations.trace import model_summary
+
+        return model_summary(self.model)
+
+    def record(self, prompt: str, *, max_new_tokens: int, progress: Progress | None) -> dict[str, Any]:
+        from simulations.trace import record
+
+        return record(self.model, prompt, max_new_tokens=max_new_tokens, progress=progress)
+
+    def sweep(self, *, prompt_lengths: list[int], contexts: list[int], decode_steps: int, repeats: int,
+              progress: Progress | None) -> dict[str, Any]:
+        from simulations.sweep import sweep
+
+        return sweep(self.model, prompt_lengths=tuple(prompt_lengths), contexts=tuple(contexts),
+                     decode_steps=decode_steps, repeats=repeats, progress=progress)
+
+    def roofline(self, *, prompt_tokens: int, repeats: int, peak_repeats: int, decode_steps: int,
+                 progress: Progress | None) -> dict[str, Any]:
+        from simulations.roofline import measure_peaks, roofline
+
+        if progress:
+            progress("measuring this machine's peak FLOP/s and bandwidth", None)
+        peaks = measure_peaks(repeats=peak_repeats)
+        return roofline(self.model, peaks=peaks, prompt_tokens=prompt_tokens, decode_steps=decode_steps,
+                        repeats=repeats, progress=progress)
+
+    def projections(self, *, prompt_lengths: list[int]) -> dict[str, Any]:
+        from simulations.projections import project
+
+        return project(prompt_lengths=tuple(prompt_lengths))

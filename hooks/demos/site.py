@@ -1,0 +1,165 @@
+"""The demos of one site build: prepare every page's demos (on_files), then fill pages (on_page_markdown).
+
+State that must survive rebuilds (the loaded model, simulation results, built demo JSON) lives in
+module-level memos; what belongs to one build (this language's pages) lives in a DemoSite.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import get_plugin_logger
+from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
+from mkdocs.utils import get_relative_url
+
+from hooks.demos import assets, blocks, inline_figures, kinds, render
+from hooks.demos.blocks import DemoBlock, Limits
+from hooks.demos.cache import ResultCache, cache_key, source_hash
+from hooks.demos.measurements import Measurements, sweep_settings
+from hooks.demos.simulator import NumpySimulator, Simulator, model_spec, simulations_dir
+from hooks.demos.strings import Strings, load_strings
+
+log = get_plugin_logger(__name__)
+
+CACHE_DIR = Path(".cache") / "traces"
+_DEMO_MEMO: dict[str, tuple[str, dict[str, Any]]] = {}  # built demo JSON + fallback context, by inputs
+
+
+@cache
+def _simulator(spec: str | None) -> Simulator:
+    return NumpySimulator(spec)
+
+
+@cache
+def _simulation_code_hash() -> str:
+    # Hashed once per process: under `mkdocs serve` the simulation modules stay imported, so results are
+    # keyed by the code that actually runs (restart the server to run edited simulation code).
+    return source_hash(simulations_dir())
+
+
+def default_measurements(project_dir: Path) -> Measurements:
+    """Measurements for the model named by PD_MODEL and the sweep size named by PD_SWEEP."""
+    return Measurements(_simulator(model_spec()), ResultCache(project_dir / CACHE_DIR), _simulation_code_hash(),
+                        sweep_settings())
+
+
+@dataclass
+class PageDemos:
+    """One page's demos: raw source (for line numbers), blocks, markup and readouts by kind."""
+
+    src_path: str
+    source: str
+    blocks: list[DemoBlock]
+    markup: list[str] = field(default_factory=list)
+    files: list[File] = field(default_factory=list)
+    readouts: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class DemoSite:
+    def __init__(self, project_dir: Path, measurements: Measurements, templates_dir: Path) -> None:
+        self.project_dir = project_dir
+        self.measurements = measurements
+        self.templates_dir = templates_dir
+        self.pages: dict[str, PageDemos] = {}
+        self.strings: Strings | None = None
+        self.lang = ""
+
+    def shown_path(self, file: File) -> str:
+        path = Path(file.abs_src_path)
+        try:
+            return path.relative_to(self.project_dir).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    # -- on_files ---------------------------------------------------------------------------------
+    def prepare(self, files: Files, config: MkDocsConfig) -> list[File]:
+        """Parse, validate and compute every demo of this language's pages; return the files to add."""
+        self.lang = str(config.theme.get("language") or "en")
+        default_lang = getattr(config.plugins.get("i18n"), "default_language", None) or self.lang
+        self.strings = load_strings(Path(config.docs_dir), self.lang, default_lang, self.project_dir)
+        pages = []
+        for file in files.documentation_pages():
+            source = file.content_string
+            found = blocks.parse_blocks(source, self.shown_path(file))
+            pages.append(PageDemos(self.shown_path(file), source, found))
+        new_files = [assets.plotly_file(config, self.project_dir)]
+        if any(page.blocks for page in pages):
+            limits = self.limits()
+            for page in pages:
+                for block in page.blocks:
+                    blocks.validate(block, limits)
+            for page in pages:
+                new_files += self._build_page(page, config)
+        self.pages = {page.src_path: page for page in pages}
+        return new_files
+
+    def limits(self) -> Limits:
+        simulator = self.measurements.simulator
+        return Limits(model_name=simulator.model_name, max_context=simulator.max_context,
+                      count_prompt_tokens=simulator.count_prompt_tokens,
+                      projection_ids=self.measurements.projection_ids())
+
+    def _build_page(self, page: PageDemos, config: MkDocsConfig) -> list[File]:
+        for block in page.blocks:
+            content, context = self._demo_json(block)
+            file = assets.demo_file(config, block.kind, self.lang, content)
+            page.files.append(file)
+            page.markup.append(render.render_demo(self.templates_dir, block.kind, {
+                **context, "kind": block.kind, "lang": self.lang, "trace_url": "",
+                "demo_id": f"pd-demo-{block.kind}-{block.index + 1}"}))
+            page.readouts.setdefault(block.kind, json.loads(content)["readouts"])
+        return page.files
+
+    def _demo_json(self, block: DemoBlock) -> tuple[str, dict[str, Any]]:
+        m = self.measurements
+        key = cache_key({"kind": block.kind, "options": block.options, "lang": self.lang,
+                         "strings": self.strings.values, "code": m.code_hash, "model": m.simulator.fingerprint,
+                         "sweep": m.settings.name})
+        if key not in _DEMO_MEMO:
+            demo = kinds.BUILDERS[block.kind](block, m, self.strings)
+            content = json.dumps(demo.data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            _DEMO_MEMO[key] = (content, demo.context)
+        return _DEMO_MEMO[key]
+
+    # -- on_page_markdown -------------------------------------------------------------------------
+    def page_markdown(self, markdown: str, page: Page) -> str:
+        demos = self.pages.get(self.shown_path(page.file))
+        if demos is None:
+            return markdown
+        markdown = self._replace_blocks(markdown, demos, page)
+        return self._replace_figures(markdown, demos)
+
+    def _replace_blocks(self, markdown: str, demos: PageDemos, page: Page) -> str:
+        if not demos.blocks:
+            return markdown
+        lines = markdown.split("\n")
+        fences = [f for f in blocks.iter_fences(lines) if blocks.is_demo_fence(f)]
+        if len(fences) != len(demos.blocks):
+            raise PluginError(f"{demos.src_path}: found {len(fences)} demo blocks in the page but "
+                              f"{len(demos.blocks)} in the file — another hook changed them")
+        for fence, markup, file in reversed(list(zip(fences, demos.markup, demos.files, strict=True))):
+            url = get_relative_url(file.url, page.file.url)
+            html = markup.replace('data-pd-trace=""', f'data-pd-trace="{url}"', 1)
+            lines[fence.start : fence.end + 1] = ["", html, ""]
+        return "\n".join(lines)
+
+    def _replace_figures(self, markdown: str, demos: PageDemos) -> str:
+        m, strings = self.measurements, self.strings
+        resolver = inline_figures.FigureResolver(self.lang, self.global_values, demos.readouts)
+        # Titles are built on first use: a page without figure references never triggers the sweep.
+        titles = {"measured": lambda: kinds.measured_source(m.sweep()["machine_info"], m.simulator.model_name,
+                                                            strings),
+                  "projected": lambda: strings["common.projected_note"]}
+        return inline_figures.replace_figures(markdown, demos.source, demos.src_path, resolver, titles)
+
+    def global_values(self) -> dict[str, Any]:
+        m = self.measurements
+        return {"sweep": m.sweep, "roofline": m.roofline, "projections": m.projections,
+                "model": m.simulator.model_summary, "machine": lambda: m.sweep()["machine_info"]}
