@@ -96,7 +96,9 @@ def prefill(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     data = _base(block, strings, measured, projected_source([reference] if reference else [], strings))
     readouts = trace_readouts(trace)
     if reference:
-        readouts["projection"] = {"id": wanted, "prompt_tokens": KV_REFERENCE_TOKENS, **reference}
+        readouts["projection"] = {**reference, "id": wanted,
+                                  "model_name": projections["models"][reference["model"]]["name"],
+                                  "device_name": projections["devices"][reference["device"]]["name"]}
     data.update(prompt=_prompt(trace), trace=trace, sweep=sweep, projections=[reference] if reference else [],
                 readouts=readouts)
     data["figures"] = {"kv_heatmap": prefill_figures.kv_heatmap(trace, strings, measured),

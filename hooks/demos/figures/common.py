@@ -19,6 +19,12 @@ DIVERGING = "RdBu_r"  # zero in the middle; both ends stay visible on light and 
 FRAME_MS = 500
 
 
+def plot_text(text: str) -> str:
+    """Text for Plotly labels: Plotly reads a few HTML tags in labels, so "<|im_start|>" would vanish
+    (and a hostile label could inject markup); entities show the characters as they are."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def base_layout(title: str, source: str, *, height: int = 380, animated: bool = False) -> dict[str, Any]:
     """Layout every figure starts from; `source` is printed under the plot (figures travel alone).
 
@@ -27,7 +33,7 @@ def base_layout(title: str, source: str, *, height: int = 380, animated: bool = 
     bottom = 160 if animated else 88
     return {
         "template": "none",
-        "title": {"text": title, "x": 0, "xanchor": "left"},
+        "title": {"text": plot_text(title), "x": 0, "xanchor": "left"},
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
         "colorway": COLORWAY,
@@ -36,10 +42,8 @@ def base_layout(title: str, source: str, *, height: int = 380, animated: bool = 
         "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1},
         "font": {"family": "system-ui, -apple-system, 'Segoe UI', 'Noto Sans CJK SC', 'PingFang SC', sans-serif",
                  "size": 13},
-        "annotations": [{"text": source, "showarrow": False, "xref": "paper", "yref": "paper",
-                         "x": 0, "y": 0, "yshift": 8 - bottom, "xanchor": "left", "yanchor": "bottom",
-                         "font": {"size": 10}, "name": "pd-source"}],
-        "meta": {"source": source},
+        # to_dict() prints the source under the plot (after subplot titles, which are annotations too).
+        "meta": {"source": source, "source_offset": 8 - bottom},
     }
 
 
@@ -68,5 +72,11 @@ def animation_controls(frame_names: list[str], step_labels: list[str], strings: 
 
 
 def to_dict(figure: go.Figure) -> dict[str, Any]:
-    """The figure as plain JSON data for the demo file (plotly's own encoder, typed arrays as bdata)."""
+    """The figure as plain JSON data for the demo file (plotly's own encoder, typed arrays as bdata),
+    with its source note added under the plot."""
+    meta = figure.layout.meta or {}
+    if meta.get("source"):
+        figure.add_annotation(text=plot_text(meta["source"]), showarrow=False, xref="paper", yref="paper", x=0, y=0,
+                              yshift=meta["source_offset"], xanchor="left", yanchor="bottom", font={"size": 10},
+                              name="pd-source")
     return json.loads(figure.to_json())

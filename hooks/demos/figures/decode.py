@@ -7,7 +7,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from hooks.demos.figures.common import animation_controls, base_layout, to_dict
+from hooks.demos.figures.common import animation_controls, base_layout, plot_text, to_dict
 from hooks.demos.strings import Strings
 
 MAX_FRAMES = 64  # frames hold the whole matrix; beyond this, keep every k-th step (and the last)
@@ -23,7 +23,7 @@ def position_labels(trace: dict[str, Any], positions: int) -> list[str]:
     """Text of every cached position: the prompt tokens, then each generated token."""
     texts = [t["text"] for t in trace["prompt"]["tokens"]]
     texts += [s["token"]["text"] for s in trace["steps"] if s.get("token")]
-    return [f"{i}: {t}" for i, t in enumerate(texts[:positions])] + \
+    return [plot_text(f"{i}: {t}") for i, t in enumerate(texts[:positions])] + \
         [str(i) for i in range(len(texts), positions)]
 
 

@@ -7,14 +7,14 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from hooks.demos.figures.common import DIVERGING, animation_controls, base_layout, to_dict
+from hooks.demos.figures.common import DIVERGING, animation_controls, base_layout, plot_text, to_dict
 from hooks.demos.figures.flops import prefill_flops_split
 from hooks.demos.strings import Strings
 
 
 def token_labels(tokens: list[dict[str, Any]]) -> list[str]:
     """Tick labels for prompt tokens: position and visible text (whitespace made visible)."""
-    return [f"{i}: {t['text'].replace(' ', '·').replace(chr(10), '⏎')}" for i, t in enumerate(tokens)]
+    return [plot_text(f"{i}: {t['text'].replace(' ', '·').replace(chr(10), '⏎')}") for i, t in enumerate(tokens)]
 
 
 def kv_heatmap(trace: dict[str, Any], strings: Strings, source: str) -> dict[str, Any]:

@@ -1,0 +1,127 @@
+"""Figure builders: results in, Plotly figure structure out — traces, frame names, labels from strings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hooks.demos.blocks import Limits, parse_blocks, validate
+from hooks.demos.figures import decode, prefill, recap, roofline, timeline
+from hooks.demos.kinds import BUILDERS
+from hooks.demos.strings import Strings
+
+SOURCE = "Measured on Test CPU (2 cores)"
+
+
+@pytest.fixture
+def trace(measurements):
+    return measurements.trace("Explain quantum computing in three sentences.", 6)
+
+
+def axis_title(figure: dict, axis: str = "xaxis") -> str:
+    return figure["layout"][axis]["title"]["text"]
+
+
+def test_kv_heatmap_shows_k_and_v_side_by_side_and_fills_in_one_step(trace, strings: Strings):
+    figure = prefill.kv_heatmap(trace, strings, SOURCE)
+    assert [t["type"] for t in figure["data"]] == ["heatmap", "heatmap"]
+    assert [f["name"] for f in figure["frames"]] == ["empty", "full"]
+    titles = [a["text"] for a in figure["layout"]["annotations"]]
+    assert strings["prefill.k_title"] in titles and strings["prefill.v_title"] in titles
+    assert axis_title(figure) == strings["prefill.axis_dim"]
+    assert SOURCE in titles  # every chart states its source
+
+
+def test_prefill_time_plots_measured_time_over_linear_and_attention_work(measurements, strings: Strings, trace):
+    figure = prefill.prefill_time(measurements.sweep(), trace["model"], strings, SOURCE)
+    names = [t["name"] for t in figure["data"]]
+    assert names == [strings["prefill.legend_linear"], strings["prefill.legend_attention"],
+                     strings["prefill.legend_measured"]]
+    assert axis_title(figure) == strings["common.axis_prompt_tokens"]
+    assert axis_title(figure, "yaxis2") == strings["prefill.axis_gflop"]
+
+
+def test_attention_heatmap_has_one_frame_per_decode_step_filling_row_by_row(trace, strings: Strings):
+    figure = decode.attention(trace, strings, SOURCE)
+    decode_steps = [s for s in trace["steps"] if s["phase"] == "decode"]
+    names = [f["name"] for f in figure["frames"]]
+    assert names == [f"step-{i}" for i in range(len(decode_steps))]
+    rows_per_frame = [len(f["data"][0]["y"]) for f in figure["frames"]]
+    assert rows_per_frame == list(range(1, len(decode_steps) + 1))
+    assert axis_title(figure) == strings["decode.axis_position"]
+    assert figure["layout"]["updatemenus"][0]["buttons"][0]["label"] == strings["common.play"]
+
+
+def test_attention_frames_are_thinned_for_long_answers():
+    frames = decode.kept_frames(200)
+    assert len(frames) <= decode.MAX_FRAMES + 1 and frames[0] == 0 and frames[-1] == 199
+
+
+def test_cache_vs_recompute_has_both_lines_and_a_frame_per_context(measurements, strings: Strings):
+    figure = decode.cache_vs_recompute(measurements.sweep(), strings, SOURCE)
+    assert [t["name"] for t in figure["data"]] == [strings["decode.legend_recompute"], strings["decode.legend_cached"]]
+    assert [f["name"] for f in figure["frames"]] == [f"context-{c}" for c in (64, 128, 256, 512, 1024)]
+    assert figure["layout"]["yaxis"]["type"] == "log"
+
+
+def test_timeline_frames_are_named_source_bar_prompt_tokens(strings: Strings):
+    readouts = {"measured": {"128": {"ttft_ms": 10.0, "decode_ms_per_token": 5.0},
+                             "512": {"ttft_ms": 40.0, "decode_ms_per_token": 5.5}},
+                "llama-3.1-8b/h100-sxm/fp16": {"128": {"ttft_ms": 1.0, "decode_ms_per_token": 2.0}}}
+    figure = timeline.timeline(readouts, strings, SOURCE)
+    assert [f["name"] for f in figure["frames"]] == ["measured|128", "measured|512", "llama-3.1-8b/h100-sxm/fp16|128"]
+    frame = figure["frames"][1]
+    assert frame["data"][0]["x"] == [40.0]  # prefill block as long as TTFT, to scale
+    assert len(frame["data"][1]["base"]) == timeline.ANSWER_TOKENS
+    assert frame["layout"]["xaxis"]["range"][1] >= 40.0 + timeline.ANSWER_TOKENS * 5.5
+    assert axis_title(figure) == strings["timeline.axis_time"]
+
+
+def test_roofline_has_the_roof_and_both_phases_with_a_frame_per_prompt_length(measurements, strings: Strings):
+    result = measurements.roofline()
+    points = {128: {"prefill": result["prefill"], "decode": result["decode"]},
+              512: {"prefill": result["prefill"], "decode": result["decode"]}}
+    figure = roofline.roofline(result["machine"], points, strings, SOURCE)
+    assert [t["name"] for t in figure["data"]] == [strings["roofline.legend_roof"], strings["common.phase_prefill"],
+                                                   strings["common.phase_decode"]]
+    assert [f["name"] for f in figure["frames"]] == ["prompt-128", "prompt-512"]
+    assert figure["layout"]["xaxis"]["type"] == "log" and figure["layout"]["yaxis"]["type"] == "log"
+    assert max(figure["data"][0]["y"]) == pytest.approx(200.0)  # compute ceiling = peak GFLOP/s
+
+
+def test_recap_puts_ttft_beside_tps(measurements, strings: Strings):
+    figure = recap.recap(measurements.sweep(), strings, SOURCE)
+    assert [t["name"] for t in figure["data"]] == [strings["common.ttft"], strings["common.tps"]]
+    assert figure["layout"]["xaxis2"]["title"]["text"] == strings["common.axis_prompt_tokens"]
+
+
+def test_figures_carry_no_fixed_background_or_font_colour(measurements, strings: Strings):
+    figure = recap.recap(measurements.sweep(), strings, SOURCE)
+    layout = figure["layout"]
+    assert layout["paper_bgcolor"] == "rgba(0,0,0,0)" and layout["plot_bgcolor"] == "rgba(0,0,0,0)"
+    assert "color" not in layout.get("font", {})
+
+
+@pytest.mark.parametrize("kind, text", [
+    ("conversation", "kind: conversation\nprompt: Hi"), ("prefill", "kind: prefill\nprompt: Hi"),
+    ("decode", "kind: decode\nprompt: Hi\nmax_new_tokens: 3"),
+    ("timeline", "kind: timeline\nprojections: [llama-3.1-8b/h100-sxm/fp16]"),
+    ("roofline", "kind: roofline\nprojections: [llama-3.1-8b/h100-sxm/fp16]"), ("recap", "kind: recap"),
+])
+def test_every_kind_builds_demo_json_with_the_contract_fields(measurements, strings: Strings, kind, text):
+    block = parse_blocks(f"```demo\n{text}\n```\n", "docs/zh/x.md")[0]
+    validate(block, Limits("tiny", 8192, len, measurements.projection_ids()))
+    data = BUILDERS[kind](block, measurements, strings).data
+    json.dumps(data, allow_nan=False)
+    assert data["schema"] == "prefill-decode-demo/1" and data["kind"] == kind and data["lang"] == strings.lang
+    assert data["source"]["measured"].startswith(strings["common.measured_on"].split("{")[0])
+    assert all(key.split(".")[0] in ("common", kind) for key in data["strings"])
+    expected = {"conversation": set(), "prefill": {"kv_heatmap", "prefill_time"},
+                "decode": {"attention", "cache_vs_recompute"}, "timeline": {"timeline"},
+                "roofline": {"roofline", "utilization"}, "recap": {"recap"}}[kind]
+    assert set(data["figures"]) == expected
+    if kind in ("conversation", "prefill", "decode"):
+        assert data["trace"]["schema"] == "prefill-decode-trace/1" and data["prompt"]["tokens"]
+    if kind in ("timeline", "roofline"):
+        assert data["source"]["projected"]  # projected numbers name their spec sources
