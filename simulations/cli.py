@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -65,11 +66,15 @@ def _fmt(value) -> str:
 
 
 def table(rows: Sequence[dict], columns: Sequence[str]) -> str:
-    cells = [[_fmt(row.get(c, "")) for c in columns] for row in rows]
+    """Numbers right-aligned, text left-aligned."""
+    raw = [[row.get(c, "") for c in columns] for row in rows]
+    cells = [[_fmt(v) for v in r] for r in raw]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)),
              "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    for values, texts in zip(raw, cells, strict=True):
+        lines.append("  ".join(t.rjust(w) if isinstance(v, int | float) else t.ljust(w)
+                               for v, t, w in zip(values, texts, widths, strict=True)).rstrip())
     return "\n".join(lines)
 
 
@@ -230,5 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress.done()
         return 130
     progress.done()
-    print(json.dumps(result, ensure_ascii=False) if args.json else show(result))
+    try:
+        print(json.dumps(result, ensure_ascii=False) if args.json else show(result))
+    except BrokenPipeError:  # `| head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
