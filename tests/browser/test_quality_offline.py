@@ -110,18 +110,22 @@ def test_every_demo_points_at_a_trace_file_in_the_site(built_site: Path) -> None
 
 
 @pytest.mark.browser
-def test_every_request_a_page_makes_is_answered_by_the_site(open_page, built_site: Path) -> None:
+def test_every_request_a_page_makes_is_answered_by_the_site(browser, site_url: str, built_site: Path) -> None:
     failed = {}
     for path in page_paths(built_site):
-        page, log = open_page(path)
-        statuses: list[str] = []
-        page.on("response", lambda response, statuses=statuses: statuses.append(
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        problems: list[str] = []  # listeners first, so the page's first requests are seen too
+        page.on("response", lambda response, problems=problems: problems.append(
             f"{response.status} {response.url}") if response.status >= 400 else None)
-        page.on("requestfailed", lambda request, statuses=statuses: statuses.append(
-            f"failed {request.url}"))
-        page.reload()  # again, now that the listeners see every request from the start
+        page.on("requestfailed", lambda request, problems=problems: problems.append(
+            f"failed ({request.failure}) {request.url}"))
+        page.on("request", lambda request, problems=problems: problems.append(
+            f"outside {request.url}") if _is_remote(request.url) and "127.0.0.1" not in request.url
+            and not request.url.startswith("data:") else None)
+        page.goto(site_url + path)
         scroll_through(page)
-        if statuses or log.outside_requests:
-            failed[path or "/"] = statuses + log.outside_requests
-        page.context.close()
+        if problems:
+            failed[path or "/"] = sorted(set(problems))
+        context.close()
     assert not failed, f"requests the site could not answer by itself: {failed}"
