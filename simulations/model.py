@@ -107,8 +107,8 @@ def embed(table: np.ndarray, token_ids: np.ndarray) -> np.ndarray:
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
-    mean_square = np.add.reduce(x * x, axis=-1, keepdims=True) / F32(x.shape[-1])
-    return x * (1 / np.sqrt(mean_square + F32(eps))) * weight
+    mean_square = np.einsum("td,td->t", x, x)[:, None] / F32(x.shape[-1])  # (T, 1)
+    return x * (weight / np.sqrt(mean_square + F32(eps)))
 
 
 def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
@@ -173,7 +173,7 @@ def attention_scores(q: np.ndarray, k: np.ndarray, first_position: int) -> np.nd
 
 
 def softmax(scores: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis, in place."""
+    """Softmax over the last axis, in place (attention() inlines it, normalising after the product)."""
     scores -= scores.max(axis=-1, keepdims=True)
     np.exp(scores, out=scores)
     scores /= scores.sum(axis=-1, keepdims=True)
@@ -195,10 +195,12 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
     for start in range(0, tq, chunk):
         stop = min(tq, start + chunk)
         keys = past + stop  # causal: this block of queries sees no key after its last query
-        probs = softmax(attention_scores(q[:, :, start:stop], k[:, :keys], past + start))
-        out[:, :, start:stop] = np.matmul(probs.reshape(n_kv, -1, keys), v[:, :keys]).reshape(
-            n_kv, rep, stop - start, hd
-        )
+        scores = attention_scores(q[:, :, start:stop], k[:, :keys], past + start)  # (kv, rep, Tc, keys)
+        scores -= scores.max(axis=-1, keepdims=True)
+        weights = np.exp(scores, out=scores)  # unnormalised softmax, in place
+        # (w @ v) / sum(w) equals softmax(scores) @ v and saves a pass over the big weight matrix
+        mixed = np.matmul(weights.reshape(n_kv, -1, keys), v[:, :keys]).reshape(n_kv, rep, stop - start, hd)
+        np.divide(mixed, weights.sum(axis=-1, keepdims=True), out=out[:, :, start:stop])
     return out.transpose(2, 0, 1, 3).reshape(tq, n_heads * hd)
 
 
@@ -218,13 +220,12 @@ def transformer_block(
     layer_index: int,
 ) -> np.ndarray:
     """Pre-norm block: x + attention(norm(x)), then + mlp(norm(x)). x: (T, d)."""
-    t = x.shape[0]
+    t, h, hd = x.shape[0], config.n_heads, config.head_dim
     qkv = linear(rms_norm(x, layer.attn_norm, config.rms_eps), layer.wqkv, layer.bqkv)
-    q = qkv[:, : config.q_dim].reshape(t, config.n_heads, config.head_dim)
-    k = qkv[:, config.q_dim : config.q_dim + config.kv_dim].reshape(t, config.n_kv_heads, config.head_dim)
-    v = qkv[:, config.q_dim + config.kv_dim :].reshape(t, config.n_kv_heads, config.head_dim)
-    q = rope(q, *rotary, config.rope_style)
-    k = rope(k, *rotary, config.rope_style)
+    # queries and keys rotate by the same angles: one RoPE call over (T, heads + kv_heads, hd)
+    qk = rope(qkv[:, : config.q_dim + config.kv_dim].reshape(t, h + config.n_kv_heads, hd), *rotary, config.rope_style)
+    q, k = qk[:, :h], qk[:, h:]
+    v = qkv[:, config.q_dim + config.kv_dim :].reshape(t, config.n_kv_heads, hd)
     if cache is not None:
         keys, values = cache.write(layer_index, k, v)  # views of the cache, past + new
     else:  # no cache: attend over the keys/values computed in this very pass
