@@ -32,6 +32,7 @@ from tests.browser.quality_pages import page_paths, scroll_through  # noqa: E402
 from tests.browser.static_server import StaticServer  # noqa: E402
 from tests.site.test_serve_resilience import CHAPTER, CHAPTER_URL, ServedProject, prose_edit  # noqa: E402
 
+DOCS = REPO / "docs"  # --docs points the builds at another copy (e.g. a draft)
 LIGHTHOUSE = REPO / ".ci" / "node_modules" / ".bin" / "lighthouse"
 CHART_LIBRARY = "assets/vendor/plotly.min.js"
 # Content types a static host gzips; images and fonts are sent as they are.
@@ -56,7 +57,8 @@ def project_copy(root: Path, *, demo_hook: bool = True, shared_cache: bool = Fal
     Material build of the same Markdown.
     """
     root.mkdir(parents=True)
-    for folder in ("docs", "hooks", "overrides", "simulations", ".ci"):
+    (root / "docs").symlink_to(DOCS, target_is_directory=True)
+    for folder in ("hooks", "overrides", "simulations", ".ci"):
         if (REPO / folder).exists():
             (root / folder).symlink_to(REPO / folder, target_is_directory=True)
     if shared_cache and (REPO / ".cache").is_dir():
@@ -106,7 +108,8 @@ def bench_build(work: Path, env: dict[str, str], repeats: int) -> tuple[list[Row
 
 
 def bench_serve(work: Path, env_model: str, edits: int = 5) -> list[Row]:
-    project = ServedProject(work / "serve", model=env_model, extra_env={"PD_SWEEP": os.environ.get("PD_SWEEP", "full")})
+    project = ServedProject(work / "serve", model=env_model,
+                            extra_env={"PD_SWEEP": os.environ.get("PD_SWEEP", "full")}, docs=DOCS)
     try:
         if project.wait_for(CHAPTER_URL, lambda body: "data-pd-demo" in body, timeout=1800) is None:
             raise SystemExit(f"mkdocs serve never came up:\n{project.log()[-3000:]}")
@@ -306,7 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", default="", help=f"comma-separated sections to skip: {','.join(SECTIONS)}")
     parser.add_argument("--repeats", type=int, default=3, help="warm and plain builds each (median)")
     parser.add_argument("--languages", default="zh", help="zh, en or zh,en: which pages to weigh and audit")
+    parser.add_argument("--docs", type=Path, help="build this docs folder instead of the repo's docs/")
     args = parser.parse_args(argv)
+    if args.docs:
+        global DOCS
+        DOCS = args.docs.resolve()
     skip = {part for part in args.skip.split(",") if part}
 
     model = chosen_model(args.model)

@@ -39,9 +39,9 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def make_project_copy(root: Path) -> Path:
+def make_project_copy(root: Path, docs: Path = REPO / "docs") -> Path:
     """A project at root: docs/ and mkdocs.yml copied, the code folders linked. Returns its mkdocs.yml."""
-    shutil.copytree(REPO / "docs", root / "docs")
+    shutil.copytree(docs, root / "docs")
     for folder in ("hooks", "overrides", "simulations"):
         (root / folder).symlink_to(REPO / folder, target_is_directory=True)
     if (REPO / ".cache").is_dir():  # reuse the simulation cache: this test is about serving, not simulating
@@ -63,9 +63,10 @@ def fetch(url: str, timeout: float = 5.0) -> str | None:
 class ServedProject:
     """`mkdocs serve` of a project copy on a free 127.0.0.1 port; stopped by its own process group."""
 
-    def __init__(self, root: Path, *, model: str = "tiny", extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, root: Path, *, model: str = "tiny", extra_env: dict[str, str] | None = None,
+                 docs: Path = REPO / "docs") -> None:
         self.root = root
-        self.config = make_project_copy(root)
+        self.config = make_project_copy(root, docs)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log_path = root / "serve.log"
