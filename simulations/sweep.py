@@ -35,7 +35,7 @@ PASSAGE = (
     "per token afterwards grows slowly with everything already in the cache. "
 )
 PREFILL_TOKEN_BUDGET = 4096  # prompt tokens per sweep point across its repeats; caps long prompts' repeats
-RECOMPUTE_TOKEN_BUDGET = 1536  # context tokens recomputed per cache-vs-recompute point
+RECOMPUTE_TOKEN_BUDGET = 1024  # context tokens recomputed per cache-vs-recompute point
 
 
 def prompt_of_length(model: Any, n_tokens: int) -> np.ndarray:
