@@ -55,14 +55,16 @@ class ResultCache:
     def path_for(self, key: str) -> Path:
         return self.directory / f"{key}.json"
 
-    def get_or_compute(self, parts: dict[str, Any], compute: Callable[[], Any], *, label: str) -> Any:
-        """The cached result for `parts`, or `compute()` (logged as progress) stored for next time."""
+    def get_or_compute(self, parts: dict[str, Any], compute: Callable[[], Any], *, label: str,
+                       announce: bool = True) -> Any:
+        """The cached result for `parts`, or `compute()` stored for next time (logged when `announce`)."""
         key = cache_key(parts)
         if key in self.memo:
             return self.memo[key]
         result = self._read(key, label)
         if result is None:
-            log.info(f"Simulating: {label}…")
+            if announce:
+                log.info(f"Simulating: {label}…")
             result = compute()
             self._write(key, label, result)
         self.memo[key] = result
@@ -96,6 +98,7 @@ class ResultCache:
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(json.dumps(header).encode("utf-8") + b"\n" + payload)
+            os.chmod(tmp_name, 0o644)  # mkstemp makes it private; the cache is ordinary project data
             os.replace(tmp_name, self.path_for(key))
         except BaseException:
             Path(tmp_name).unlink(missing_ok=True)

@@ -21,7 +21,7 @@ from mkdocs.utils import get_relative_url
 
 from hooks.demos import assets, blocks, inline_figures, kinds, render
 from hooks.demos.blocks import DemoBlock, Limits
-from hooks.demos.cache import ResultCache, cache_key, source_hash
+from hooks.demos.cache import ResultCache, source_hash
 from hooks.demos.measurements import Measurements, sweep_settings
 from hooks.demos.simulator import NumpySimulator, Simulator, model_spec, simulations_dir
 from hooks.demos.strings import Strings, load_strings
@@ -29,12 +29,16 @@ from hooks.demos.strings import Strings, load_strings
 log = get_plugin_logger(__name__)
 
 CACHE_DIR = Path(".cache") / "traces"
-_DEMO_MEMO: dict[str, tuple[str, dict[str, Any]]] = {}  # built demo JSON + fallback context, by inputs
 
 
 @cache
 def _simulator(spec: str | None) -> Simulator:
     return NumpySimulator(spec)
+
+
+@cache
+def _demo_code_hash() -> str:
+    return source_hash(Path(__file__).resolve().parent)
 
 
 @cache
@@ -118,15 +122,20 @@ class DemoSite:
         return page.files
 
     def _demo_json(self, block: DemoBlock) -> tuple[str, dict[str, Any]]:
+        """The demo's JSON text and fallback context, cached on disk like simulations (figure building
+        takes a while), keyed by everything they are made from, the demo-building code included."""
         m = self.measurements
-        key = cache_key({"kind": block.kind, "options": block.options, "lang": self.lang,
-                         "strings": self.strings.values, "code": m.code_hash, "model": m.simulator.fingerprint,
-                         "sweep": m.settings.name})
-        if key not in _DEMO_MEMO:
+        parts = {"what": "demo", "kind": block.kind, "options": block.options, "lang": self.lang,
+                 "strings": self.strings.values, "simulation_code": m.code_hash, "model": m.simulator.fingerprint,
+                 "sweep": m.settings.name, "demo_code": _demo_code_hash()}
+
+        def build() -> dict[str, Any]:
             demo = kinds.BUILDERS[block.kind](block, m, self.strings)
             content = json.dumps(demo.data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-            _DEMO_MEMO[key] = (content, demo.context)
-        return _DEMO_MEMO[key]
+            return {"content": content, "context": {k: v for k, v in demo.context.items() if k != "strings"}}
+
+        built = m.cache.get_or_compute(parts, build, label=f"{block.kind} demo ({self.lang})", announce=False)
+        return built["content"], {**built["context"], "strings": self.strings}
 
     # -- on_page_markdown -------------------------------------------------------------------------
     def page_markdown(self, markdown: str, page: Page) -> str:

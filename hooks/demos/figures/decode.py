@@ -56,9 +56,7 @@ def attention(trace: dict[str, Any], strings: Strings, source: str) -> dict[str,
 
     frames = kept_frames(len(rows))
     names = [f"step-{i}" for i in frames]
-    # Frames carry only z, x, y: Plotly merges them into the base trace (colours and hover stay).
-    figure = go.Figure(data=[base], frames=[go.Frame(name=n, data=[go.Heatmap(**filled(i))], traces=[0])
-                                            for n, i in zip(names, frames, strict=True)])
+    figure = go.Figure(data=[base])
     figure.update_layout(**base_layout(strings["decode.attention_title"], source,
                                        height=max(340, 12 * len(rows) + 200), animated=True),
                          **animation_controls(names, [str(i + 1) for i in frames], strings,
@@ -67,7 +65,12 @@ def attention(trace: dict[str, Any], strings: Strings, source: str) -> dict[str,
     figure.update_xaxes(title_text=strings["decode.axis_position"], range=[-0.5, width - 0.5])
     figure.update_yaxes(title_text=strings["decode.axis_step"], range=[len(rows) - 0.5, -0.5],
                         tickvals=list(range(len(rows))), ticktext=labels)
-    return to_dict(figure)
+    data = to_dict(figure)
+    # Frames carry only z, x, y (Plotly merges them into the base trace, so colours and hover stay).
+    # Written as plain data: validating dozens of heatmaps through plotly.graph_objects is slow.
+    data["frames"] = [{"name": n, "data": [{"type": "heatmap", **filled(i)}], "traces": [0]}
+                      for n, i in zip(names, frames, strict=True)]
+    return data
 
 
 def cache_vs_recompute(sweep: dict[str, Any], strings: Strings, source: str) -> dict[str, Any]:
