@@ -135,7 +135,8 @@ def test_keyboard_alone_operates_every_control(open_page, lang, kind):
             page.wait_for_timeout(50)
             assert count(demo) != before or demo.get_attribute("data-pd-state") == "playing"
         assert len(names) < 20
-    assert names.count("BUTTON") >= 4 and "INPUT" in names and "SELECT" in names
+    # Play, forward, restart (back is disabled at the start, so out of the tab order), scrubber, speed.
+    assert names.count("BUTTON") >= 3 and "INPUT" in names and "SELECT" in names
     log.assert_clean()
 
 

@@ -11,6 +11,9 @@ export function mount(demo, data, { reducedMotion }) {
   const steps = shownSteps(trace);
   const ticks = ticksOf(steps);
   const finalCache = trace.steps[trace.steps.length - 1];
+  // decodeMs[i]: summed duration of the decode steps among the first i+1 shown steps.
+  const decodeMs = steps.map((step) => (step.phase === "decode" ? step.end_ms - step.start_ms : 0));
+  decodeMs.forEach((ms, i) => { if (i) decodeMs[i] += decodeMs[i - 1]; });
 
   const prompt = promptView(promptTokens(data));
   const answer = answerView(steps, trace.answer, text("common.waiting"));
@@ -44,9 +47,9 @@ export function mount(demo, data, { reducedMotion }) {
       answer.set(state.count);
       setText(elapsed, text("common.elapsed", { ms: format.ms(state.t) }));
       setText(ttft.value, state.count > 0 ? format.ms(ticks[0]) : "–");
+      // TPS as the build reports it: 1000 / mean decode-step time of the steps shown so far.
       const decoded = state.count - 1;
-      setText(rate.value, decoded > 0
-        ? `${format.number((decoded * 1000) / (ticks[state.count - 1] - ticks[0]))} tok/s` : "–");
+      setText(rate.value, decoded > 0 ? `${format.number((decoded * 1000) / decodeMs[state.count - 1])} tok/s` : "–");
       const step = state.count > 0 ? steps[state.count - 1] : null;
       const tokens = step ? step.kv_tokens : 0;
       cache.set(tokens / finalCache.kv_tokens,
