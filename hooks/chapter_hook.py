@@ -21,6 +21,7 @@ from hooks.parity import parity_problems
 log = get_plugin_logger(__name__)
 
 _H1_LINE = re.compile(r"^#\s+.+$", re.M)
+_HEAD_ALTERNATE = re.compile(r'\s*<link rel="alternate" href="[^"]*" hreflang="[^"]*">')
 _READING_TIME = "<!-- pd:reading-time -->"
 _CHAPTER_LIST = "<!-- pd:chapter-list -->"
 
@@ -67,3 +68,11 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
     markdown = markdown.replace(_READING_TIME, f"{reading_time}\n{{ .pd-reading-time }}")
     # md_in_html keeps the list Markdown while giving the whole list one class for styling.
     return markdown.replace(_CHAPTER_LIST, f'<div class="pd-chapter-list" markdown>\n\n{chapter_list}\n\n</div>')
+
+
+def on_post_page(output: str, *, page: Page, config: MkDocsConfig) -> str:
+    """Drop the head's hreflang links: Material's script fetches sitemap.xml beside each of them, and the
+    i18n plugin makes them page URLs, so every page would 404 twice. The header's language switcher keeps
+    its links, and the i18n sitemap carries hreflang for crawlers."""
+    head, separator, body = output.partition("</head>")
+    return _HEAD_ALTERNATE.sub("", head) + separator + body
