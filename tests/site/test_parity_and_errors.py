@@ -74,6 +74,7 @@ def docs_copy(tmp_path: Path) -> Path:
     config = re.sub(r"^  - (hooks|simulations|overrides)(/|$)", lambda m: f"  - {REPO}/{m.group(1)}{m.group(2)}",
                     config, flags=re.M)
     (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
+    (tmp_path / "overrides").symlink_to(REPO / "overrides")
     return tmp_path
 
 
@@ -93,7 +94,8 @@ def test_a_broken_demo_block_stops_the_build_naming_file_line_and_allowed_kinds(
     result = _build(docs_copy)
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert f"en/decode.md:{heading + 3}" in output, output[-2000:]
+    kind_line = heading + 4  # 1-based line of "kind: teleport"
+    assert f"en/decode.md:{kind_line}" in output, output[-2000:]
     assert "teleport" in output
     for kind in ("conversation", "prefill", "decode", "timeline", "roofline", "recap"):
         assert kind in output
