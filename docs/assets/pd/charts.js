@@ -6,6 +6,10 @@ import { applyUpdate, currentScheme, readPalette, themeUpdate, watchPalette } fr
 const PLOTLY_URL = new URL("../vendor/plotly.min.js", import.meta.url);
 const NEAR_VIEW = "300px 0px";
 const CONFIG = { displayModeBar: false, responsive: true, displaylogo: false, scrollZoom: false };
+// A frame change that keeps the main thread longer than this would stutter playback (and count as a
+// long task): such a chart is then brought in step whenever playback pauses, not on every token.
+const LIVE_BUDGET_MS = 50;
+const ONE_FRAME_MS = 17;
 
 let plotlyPromise = null;
 const charts = new Set();
@@ -59,6 +63,9 @@ export function createChart(figure, text, fallbackKey) {
   let busy = false;
   let wanted = null;
   let shown = null;
+  let tooSlowForLive = false;
+  let catchUpQueued = false;
+  let lastPlaying = false;
 
   const chart = {
     node,
@@ -66,18 +73,36 @@ export function createChart(figure, text, fallbackKey) {
     theme(palette) {
       if (drawn) window.Plotly.relayout(plot, themeUpdate(plot.layout, palette, plot.data));
     },
-    /** Show frame `name`; calls made while a transition runs collapse into the latest. */
-    animateTo(name) {
+    /**
+     * Show frame `name`; calls made while a transition runs collapse into the latest. While `playing`,
+     * a chart too slow to redraw per token only records the frame and catches up at the next pause.
+     */
+    animateTo(name, { playing = false, now = false } = {}) {
       if (!frameNames.has(name)) return;
       wanted = name;
-      if (!drawn || busy || wanted === shown) return;
+      lastPlaying = playing;
+      if (!drawn || busy || wanted === shown || (playing && tooSlowForLive)) return;
+      if (tooSlowForLive && !now) {
+        // A slow chart catches up once the main thread is idle, after the playback's last frame.
+        if (catchUpQueued) return;
+        catchUpQueued = true;
+        const idle = window.requestIdleCallback || ((callback) => setTimeout(callback, 50));
+        idle(() => {
+          catchUpQueued = false;
+          if (!lastPlaying) chart.animateTo(wanted, { now: true });
+        }, { timeout: 500 });
+        return;
+      }
       busy = true;
       shown = name;
+      const started = performance.now();
       window.Plotly.animate(plot, [name], {
         mode: "immediate", transition: { duration: 0 }, frame: { duration: 0, redraw: true },
       }).catch(() => {}).finally(() => {
+        if (performance.now() - started - ONE_FRAME_MS > LIVE_BUDGET_MS) tooSlowForLive = true;
+        node.dataset.pdChartLive = tooSlowForLive ? "paused-only" : "live";
         busy = false;
-        if (wanted !== shown) chart.animateTo(wanted);
+        if (wanted !== shown) chart.animateTo(wanted, { playing });
       });
     },
   };

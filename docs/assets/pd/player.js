@@ -6,6 +6,8 @@ import { h, icon, setAttr, setClass, setText } from "./dom.js";
 const SPEEDS = [0.25, 0.5, 1, 2, 4];
 // A token shown for less than this is a blur; below it the default becomes "slow motion".
 const VISIBLE_TOKEN_MS = 180;
+// ...but slow motion never stretches a whole recording beyond this.
+const LONGEST_PLAYBACK_MS = 20000;
 // Cap one animation frame's step so a backgrounded tab does not jump to the end.
 const MAX_FRAME_MS = 100;
 
@@ -32,7 +34,8 @@ export function slowMotionFactor(ticks) {
   if (!gaps.length) return null;
   const median = gaps[gaps.length >> 1];
   if (median >= VISIBLE_TOKEN_MS * 0.6) return null;
-  const factor = median / VISIBLE_TOKEN_MS;
+  const factor = Math.max(median / VISIBLE_TOKEN_MS, ticks[ticks.length - 1] / LONGEST_PLAYBACK_MS);
+  if (factor >= 1) return null;
   const digits = Math.max(0, 1 - Math.floor(Math.log10(factor)));
   return Number(factor.toFixed(Math.min(digits, 6)));
 }

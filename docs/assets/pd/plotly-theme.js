@@ -63,6 +63,8 @@ export function themeUpdate(layout, palette, data = []) {
     update[`${key}.linecolor`] = palette.line;
     update[`${key}.zerolinecolor`] = palette.line;
     update[`${key}.tickcolor`] = palette.line;
+    // Chinese tick labels run wider than the figure's margins assume: let Plotly make room.
+    update[`${key}.automargin`] = true;
   }
   (layout.updatemenus || []).forEach((_, i) => {
     update[`updatemenus[${i}].bgcolor`] = palette.panel;

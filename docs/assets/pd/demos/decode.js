@@ -9,6 +9,19 @@ import { answerView, phaseBadge, phaseOf } from "../tokens.js";
 
 const CANDIDATES = 5;
 
+/**
+ * The attention heatmap's frame for `count` shown tokens. Frame "step-i" fills rows 0..i, row i being
+ * the i-th decode step (trace step i+1); long answers keep only some frames, so take the latest kept
+ * row not after the current one. Before any decode step, "empty" if the figure has it.
+ */
+function attentionFrame(chart, count) {
+  const row = count - 2;
+  const kept = [...chart.frameNames].filter((name) => name.startsWith("step-"))
+    .map((name) => Number(name.slice(5))).filter((i) => i <= Math.max(row, 0));
+  if (row < 0 && chart.frameNames.has("empty")) return "empty";
+  return kept.length ? `step-${Math.max(...kept)}` : null;
+}
+
 /** One row per candidate: token, probability bar, percentage. */
 function candidatesView(text) {
   const rows = Array.from({ length: CANDIDATES }, () => {
@@ -107,6 +120,7 @@ export function mount(demo, data, { reducedMotion }) {
     render(state) {
       phase.set(phaseOf(state));
       setText(elapsed, text("common.elapsed", { ms: format.ms(state.t) }));
+      if (attention) attention.animateTo(attentionFrame(attention, state.count), state);
       if (state.count === lastCount) return;
       lastCount = state.count;
       const step = state.count > 0 ? steps[state.count - 1] : null;
@@ -116,7 +130,6 @@ export function mount(demo, data, { reducedMotion }) {
       showContext(state.count);
       candidates.set(step, format);
       setAttr(context, "data-pd-cached", step ? step.kv_tokens : 0);
-      if (attention && state.count > 0) attention.animateTo(`step-${state.count - 1}`);
     },
   });
   stage.append(player.controls, keysHint(demo, text));

@@ -83,7 +83,7 @@ export function mount(demo, data, { reducedMotion }) {
       cache.set(weights ? bytes / weights : state.count > 0 ? 1 : 0, text("common.kv_meter", {
         tokens: format.number(step ? step.kv_tokens : 0, 0), bytes: format.bytes(bytes),
       }));
-      if (heatmap) heatmap.animateTo(heatmapFrame(heatmap, state.count));
+      if (heatmap) heatmap.animateTo(heatmapFrame(heatmap, state.count), state);
     },
   });
   stage.append(player.controls, keysHint(demo, text));
