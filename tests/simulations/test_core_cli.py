@@ -45,3 +45,12 @@ def test_no_network_and_no_cache_says_what_to_run(tmp_path, capsys, monkeypatch)
     assert main(["record", "--prompt", "hi"]) == 2
     err = capsys.readouterr().err
     assert "python -m simulations fetch" in err and "PD_MODEL" in err
+
+
+def test_project_prints_projections_labelled_as_projected(capsys):
+    assert main(["project", "--models", "smollm2-135m", "--prompt-lengths", "128,512"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("projected") and "smollm2-135m" in out
+    assert main(["project", "--json", "--models", "smollm2-135m"]) == 0
+    rows = json.loads(capsys.readouterr().out)["projections"]
+    assert {"model", "device", "dtype", "prompt_tokens", "ttft_ms", "tps", "sources"} <= rows[0].keys()
