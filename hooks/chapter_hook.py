@@ -1,4 +1,5 @@
-"""MkDocs hook: chapter numbers above each chapter title, and the landing page's reading time and chapter list.
+"""MkDocs hook: chapter numbers above each chapter title, the landing page's reading time and chapter list,
+and small fixes to Material's HTML (hooks/page_markup.py).
 
 Labels come from each language's `extra` block in mkdocs.yml (`chapter_label`, `reading_time`), so a
 translator never edits Python.
@@ -16,12 +17,12 @@ from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
 from hooks.chapters import article_reading_minutes, chapter_number, chapters_of
+from hooks.page_markup import drop_head_alternates, name_search_dialog
 from hooks.parity import parity_problems
 
 log = get_plugin_logger(__name__)
 
 _H1_LINE = re.compile(r"^#\s+.+$", re.M)
-_HEAD_ALTERNATE = re.compile(r'\s*<link rel="alternate" href="[^"]*" hreflang="[^"]*">')
 _READING_TIME = "<!-- pd:reading-time -->"
 _CHAPTER_LIST = "<!-- pd:chapter-list -->"
 
@@ -71,8 +72,4 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
 
 
 def on_post_page(output: str, *, page: Page, config: MkDocsConfig) -> str:
-    """Drop the head's hreflang links: Material's script fetches sitemap.xml beside each of them, and the
-    i18n plugin makes them page URLs, so every page would 404 twice. The header's language switcher keeps
-    its links, and the i18n sitemap carries hreflang for crawlers."""
-    head, separator, body = output.partition("</head>")
-    return _HEAD_ALTERNATE.sub("", head) + separator + body
+    return name_search_dialog(drop_head_alternates(output))

@@ -28,7 +28,8 @@ def _project_dir(config: MkDocsConfig) -> Path:
 def on_files(files: Files, *, config: MkDocsConfig) -> Files:
     global _site
     project_dir = _project_dir(config)
-    _site = DemoSite(project_dir, default_measurements(project_dir), project_dir / "overrides" / "pd")
+    templates = Path(config.theme.custom_dir or project_dir / "overrides") / "pd"
+    _site = DemoSite(project_dir, default_measurements(project_dir), templates)
     for file in _site.prepare(files, config):
         files.append(file)
     return files

@@ -74,7 +74,6 @@ def docs_copy(tmp_path: Path) -> Path:
     config = re.sub(r"^  - (hooks|simulations|overrides)(/|$)", lambda m: f"  - {REPO}/{m.group(1)}{m.group(2)}",
                     config, flags=re.M)
     (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
-    (tmp_path / "overrides").symlink_to(REPO / "overrides")
     return tmp_path
 
 

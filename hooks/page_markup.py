@@ -1,0 +1,26 @@
+"""Small fixes to the HTML Material renders, applied to each finished page."""
+
+from __future__ import annotations
+
+import re
+
+_HEAD_ALTERNATE = re.compile(r'\s*<link rel="alternate" href="[^"]*" hreflang="[^"]*">')
+_SEARCH_DIALOG = '<div class="md-search" data-md-component="search" role="dialog">'
+_SEARCH_PLACEHOLDER = re.compile(r'<input type="text" class="md-search__input"[^>]*\splaceholder="([^"]*)"')
+
+
+def drop_head_alternates(html: str) -> str:
+    """Remove the head's hreflang links. Material's script fetches sitemap.xml beside each of them, and
+    mkdocs-static-i18n makes them page URLs, so every page would 404 twice. The header's language
+    switcher keeps its own links, and the i18n sitemap carries hreflang for crawlers."""
+    head, separator, body = html.partition("</head>")
+    return _HEAD_ALTERNATE.sub("", head) + separator + body
+
+
+def name_search_dialog(html: str) -> str:
+    """Give Material's search dialog an accessible name: its own placeholder text, in the page's language."""
+    placeholder = _SEARCH_PLACEHOLDER.search(html)
+    if _SEARCH_DIALOG not in html or placeholder is None:
+        return html
+    named = _SEARCH_DIALOG.replace('role="dialog"', f'role="dialog" aria-label="{placeholder.group(1)}"')
+    return html.replace(_SEARCH_DIALOG, named, 1)
