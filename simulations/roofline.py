@@ -17,9 +17,12 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .loader import LoadedModel
 
 GEMM_SIZE = 2048  # 2048³ float32: 17 GFLOP, large enough to reach BLAS peak, small enough to be quick
 STREAM_BYTES = 256 * 2**20  # 256 MiB per array: 8× a 32 MiB last-level cache, so every byte comes from DRAM
@@ -117,7 +120,7 @@ def ridge_intensity(peaks: dict[str, Any]) -> float:
     return peaks["peak_gflops"] / peaks["peak_gbps"]
 
 
-def measure_phases(model: Any, prompt_tokens: int, decode_steps: int, repeats: int) -> dict[str, Any]:
+def measure_phases(model: LoadedModel, prompt_tokens: int, decode_steps: int, repeats: int) -> dict[str, Any]:
     """Time and count real prefill and greedy decode steps at one prompt length (instrumented runs).
 
     Prefill: the median time over repeats, its FLOPs and bytes. Decode: the median time of all steps,
@@ -150,7 +153,7 @@ def measure_phases(model: Any, prompt_tokens: int, decode_steps: int, repeats: i
 
 
 def roofline(
-    model: Any,
+    model: LoadedModel,
     peaks: dict[str, Any] | None = None,
     prompt_tokens: int = 512,
     prompt_lengths: tuple[int, ...] | None = ROOFLINE_PROMPT_LENGTHS,

@@ -16,12 +16,15 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import PromptError
 from .model import KVCache, decode_step, forward_without_cache, prefill
+
+if TYPE_CHECKING:
+    from .loader import LoadedModel
 
 Progress = Callable[[str, float | None], None] | None
 
@@ -38,7 +41,7 @@ PREFILL_TOKEN_BUDGET = 4096  # prompt tokens per sweep point across its repeats;
 RECOMPUTE_TOKEN_BUDGET = 1024  # context tokens recomputed per cache-vs-recompute point
 
 
-def prompt_of_length(model: Any, n_tokens: int) -> np.ndarray:
+def prompt_of_length(model: LoadedModel, n_tokens: int) -> np.ndarray:
     """Exactly `n_tokens` token ids: the passage's ids repeated and cut. Errors past the model's context."""
     if n_tokens < 1:
         raise PromptError(f"prompt length must be at least 1 token, got {n_tokens}")
@@ -65,7 +68,7 @@ def _greedy(logits: np.ndarray) -> int:
     return int(np.argmax(logits.reshape(-1, logits.shape[-1])[-1]))
 
 
-def prefill_then_decode(model: Any, prompt: np.ndarray, decode_steps: int) -> dict[str, Any]:
+def prefill_then_decode(model: LoadedModel, prompt: np.ndarray, decode_steps: int) -> dict[str, Any]:
     """One timed run: prefill the prompt, then `decode_steps` greedy decode steps with the KV cache."""
     cache = KVCache.empty(model.config, len(prompt) + decode_steps + 1)
     start = time.perf_counter()
@@ -81,7 +84,7 @@ def prefill_then_decode(model: Any, prompt: np.ndarray, decode_steps: int) -> di
     return {"ttft_ms": ttft_ms, "step_ms": step_ms, "tokens": tokens, "kv_bytes": kv_bytes_after_prefill}
 
 
-def prompt_length_point(model: Any, n_tokens: int, decode_steps: int, repeats: int) -> dict[str, Any]:
+def prompt_length_point(model: LoadedModel, n_tokens: int, decode_steps: int, repeats: int) -> dict[str, Any]:
     """TTFT and decode speed at one prompt length, as medians over repeated runs."""
     prompt = prompt_of_length(model, n_tokens)
     runs = [prefill_then_decode(model, prompt, decode_steps) for _ in range(repeats_for(n_tokens, repeats))]
@@ -100,7 +103,7 @@ def prompt_length_point(model: Any, n_tokens: int, decode_steps: int, repeats: i
     }
 
 
-def recompute_tokens(model: Any, sequence: np.ndarray, n_tokens: int) -> tuple[list[int], list[float]]:
+def recompute_tokens(model: LoadedModel, sequence: np.ndarray, n_tokens: int) -> tuple[list[int], list[float]]:
     """Greedy tokens and ms per token from `forward_without_cache`, re-reading the whole sequence each time."""
     tokens, step_ms = [], []
     for _ in range(n_tokens):
@@ -112,7 +115,7 @@ def recompute_tokens(model: Any, sequence: np.ndarray, n_tokens: int) -> tuple[l
     return tokens, step_ms
 
 
-def cache_vs_recompute_point(model: Any, context: int, decode_steps: int) -> dict[str, Any]:
+def cache_vs_recompute_point(model: LoadedModel, context: int, decode_steps: int) -> dict[str, Any]:
     """Decode ms/token at `context` with the KV cache and by recomputing everything, plus their tokens."""
     prompt = prompt_of_length(model, context)
     cached = prefill_then_decode(model, prompt, decode_steps)
@@ -135,7 +138,7 @@ def cache_vs_recompute_point(model: Any, context: int, decode_steps: int) -> dic
     }
 
 
-def _model_summary(model: Any) -> dict[str, Any]:
+def _model_summary(model: LoadedModel) -> dict[str, Any]:
     config = model.config
     return {
         "name": model.name,
@@ -148,7 +151,7 @@ def _model_summary(model: Any) -> dict[str, Any]:
     }
 
 
-def _check_lengths(model: Any, lengths: Sequence[int], decode_steps: int, what: str) -> None:
+def _check_lengths(model: LoadedModel, lengths: Sequence[int], decode_steps: int, what: str) -> None:
     too_long = [n for n in lengths if n + decode_steps + 1 > model.config.max_context]
     if too_long:
         raise PromptError(
@@ -158,7 +161,7 @@ def _check_lengths(model: Any, lengths: Sequence[int], decode_steps: int, what: 
 
 
 def sweep(
-    model: Any,
+    model: LoadedModel,
     prompt_lengths: Sequence[int] = (128, 512, 2048, 4096),
     decode_steps: int = 16,
     repeats: int = 3,
