@@ -19,9 +19,9 @@ RECORDING_KINDS: frozenset[str] = frozenset({"conversation", "prefill", "decode"
 
 COMMON_OPTIONS: tuple[str, ...] = ("kind", "note")
 KIND_OPTIONS: dict[str, tuple[str, ...]] = {
-    "conversation": ("prompt", "max_new_tokens"),
-    "prefill": ("prompt", "max_new_tokens", "prompt_lengths", "projection"),
-    "decode": ("prompt", "max_new_tokens", "contexts"),
+    "conversation": ("prompt", "max_new_tokens", "chat"),
+    "prefill": ("prompt", "max_new_tokens", "chat", "prompt_lengths", "projection"),
+    "decode": ("prompt", "max_new_tokens", "chat", "contexts"),
     # These kinds measure synthetic prompts of exact lengths; a `prompt` is accepted (chapters share one
     # block shape) but not recorded.
     "timeline": ("prompt", "prompt_lengths", "projections"),
@@ -199,7 +199,12 @@ def _validate_prompt(block: DemoBlock, limits: Limits) -> None:
     if isinstance(max_new, bool) or not isinstance(max_new, int) or not low <= max_new <= high:
         raise fail(block.where("max_new_tokens"), f"`max_new_tokens: {max_new!r}` is out of range",
                    f"an integer from {low} to {high}")
-    prompt_tokens = limits.count_prompt_tokens(prompt)
+    # `chat: false` feeds the prompt as plain text, without the chat template (e.g. to show its tokens).
+    chat = options.setdefault("chat", True)
+    if not isinstance(chat, bool):
+        raise fail(block.where("chat"), f"`chat: {chat!r}` is not a yes/no value",
+                   "`chat: true` (the default: the model's chat template) or `chat: false` (the bare prompt)")
+    prompt_tokens = limits.count_prompt_tokens(prompt)  # with the template: an upper bound either way
     if prompt_tokens + max_new > limits.max_context:
         raise fail(block.where("prompt"),
                    f"the prompt is {prompt_tokens} tokens; with max_new_tokens {max_new} it exceeds "

@@ -77,7 +77,7 @@ def _trace_rows(r: dict[str, float], strings: Strings, lang: str) -> list[tuple[
 
 
 def conversation(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
-    trace = m.trace(block.prompt, block.options["max_new_tokens"])
+    trace = m.trace(block.prompt, block.options["max_new_tokens"], block.options["chat"])
     data = _base(block, strings, measured_source(trace["machine"], trace["model"]["name"], strings), None)
     readouts = trace_readouts(trace)
     data.update(prompt=_prompt(trace), trace=trace, readouts=readouts)
@@ -87,7 +87,7 @@ def conversation(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
 
 def prefill(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     lang = strings.lang
-    trace = m.trace(block.prompt, block.options["max_new_tokens"])
+    trace = m.trace(block.prompt, block.options["max_new_tokens"], block.options["chat"])
     sweep = m.sweep(block.options.get("prompt_lengths", DEFAULT_PROMPT_LENGTHS))
     wanted = block.options.get("projection", DEFAULT_PROJECTION)
     projections = m.projections()
@@ -120,7 +120,7 @@ def prefill(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
 
 def decode(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     lang = strings.lang
-    trace = m.trace(block.prompt, block.options["max_new_tokens"])
+    trace = m.trace(block.prompt, block.options["max_new_tokens"], block.options["chat"])
     sweep = m.sweep(contexts=block.options.get("contexts", DEFAULT_CONTEXTS))
     measured = measured_source(trace["machine"], trace["model"]["name"], strings)
     data = _base(block, strings, measured, None)

@@ -26,7 +26,7 @@ class Simulator(Protocol):
     def count_prompt_tokens(self, prompt: str) -> int: ...
     def machine(self) -> dict[str, Any]: ...
     def model_summary(self) -> dict[str, Any]: ...
-    def record(self, prompt: str, *, max_new_tokens: int, progress: Progress | None) -> dict[str, Any]: ...
+    def record(self, prompt: str, *, max_new_tokens: int, chat: bool, progress: Progress | None) -> dict[str, Any]: ...
     def sweep(self, *, prompt_lengths: list[int], contexts: list[int], decode_steps: int, repeats: int,
               progress: Progress | None) -> dict[str, Any]: ...
     def roofline(self, *, prompt_tokens: int, repeats: int, peak_repeats: int, decode_steps: int,
@@ -84,10 +84,11 @@ class NumpySimulator:
 
         return model_summary(self.model)
 
-    def record(self, prompt: str, *, max_new_tokens: int, progress: Progress | None) -> dict[str, Any]:
+    def record(self, prompt: str, *, max_new_tokens: int, chat: bool = True,
+               progress: Progress | None = None) -> dict[str, Any]:
         from simulations.trace import record
 
-        return record(self.model, prompt, max_new_tokens=max_new_tokens, progress=progress)
+        return record(self.model, prompt, max_new_tokens=max_new_tokens, chat=chat, progress=progress)
 
     def sweep(self, *, prompt_lengths: list[int], contexts: list[int], decode_steps: int, repeats: int,
               progress: Progress | None) -> dict[str, Any]:

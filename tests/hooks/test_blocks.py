@@ -93,6 +93,15 @@ def test_max_new_tokens_out_of_range_names_its_line_and_range(value):
     assert message.startswith(f"{SRC}:10:") and "an integer from 1 to 256" in message
 
 
+def test_chat_defaults_on_and_accepts_only_yes_or_no():
+    found = validate(next(iter(parse_blocks(page(block("kind: prefill\nprompt: Hi")), SRC))), LIMITS)
+    assert found.options["chat"] is True
+    found = validate(next(iter(parse_blocks(page(block("kind: prefill\nprompt: Hi\nchat: false")), SRC))), LIMITS)
+    assert found.options["chat"] is False
+    message = error_of(page(block("kind: prefill\nprompt: Hi\nchat: sometimes")))
+    assert message.startswith(f"{SRC}:10:") and "chat: false" in message
+
+
 @pytest.mark.parametrize("values, problem", [
     ("[4, 16]", "out of range"), ("[16, 8000]", "out of range"), ("[32, 16]", "increasing"),
     ("16", "must be a list"), ("[]", "must be a list"),
@@ -111,7 +120,7 @@ def test_unknown_projection_lists_the_known_ids():
 def test_an_unknown_option_lists_the_options_of_that_kind():
     message = error_of(page(block("kind: decode\nprompt: Hi\ncolour: red")))
     assert message.startswith(f"{SRC}:10: unknown option 'colour' for a decode demo")
-    assert "kind, note, prompt, max_new_tokens, contexts" in message
+    assert "kind, note, prompt, max_new_tokens, chat, contexts" in message
 
 
 def test_a_long_note_is_rejected():
