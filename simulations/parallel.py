@@ -1,0 +1,60 @@
+"""Run independent blocks of work on every core.
+
+numpy's big GEMMs already use all cores through BLAS, but element-wise work (softmax's exp, max,
+sum) runs on one. Attention splits into independent query blocks, so it runs them on Python
+threads (numpy releases the GIL) while BLAS stays single-threaded inside each worker — two
+multi-threaded BLAS calls at once would fight over the same cores. OpenBLAS (numpy's default
+BLAS) can set that per thread; with any other BLAS the blocks simply run one after another.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+
+@lru_cache(maxsize=1)
+def _openblas_set_threads_local() -> Callable[[int], int] | None:
+    """OpenBLAS's per-thread thread count setter, from the library numpy loaded, if there is one."""
+    libs = Path(np.__file__).resolve().parent.parent / "numpy.libs"
+    for path in sorted(libs.glob("*openblas*.so*")) if libs.is_dir() else []:
+        try:
+            fn = ctypes.CDLL(str(path)).openblas_set_num_threads_local
+        except (OSError, AttributeError):
+            continue
+        fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
+        return fn
+    return None
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+@lru_cache(maxsize=1)
+def _pool() -> ThreadPoolExecutor | None:
+    setter = _openblas_set_threads_local()
+    if setter is None or _cores() < 2:
+        return None
+    return ThreadPoolExecutor(_cores(), thread_name_prefix="pd-blocks", initializer=lambda: setter(1))
+
+
+def for_each(work: Callable[[int], None], items: Iterable[int]) -> None:
+    """Call work(item) for every item, in parallel when it pays; work must touch disjoint data."""
+    items = list(items)
+    pool = _pool() if len(items) > 1 else None
+    if pool is None:
+        for item in items:
+            work(item)
+    else:
+        for _ in pool.map(work, items):  # iterating re-raises any exception from a worker
+            pass
