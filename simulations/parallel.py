@@ -40,8 +40,9 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-@lru_cache(maxsize=1)
-def _pool() -> ThreadPoolExecutor | None:
+@lru_cache(maxsize=4)
+def _pool(pid: int) -> ThreadPoolExecutor | None:
+    """One pool per process (keyed by pid: a forked child has none of its parent's threads)."""
     setter = _openblas_set_threads_local()
     if setter is None or _cores() < 2:
         return None
@@ -51,7 +52,7 @@ def _pool() -> ThreadPoolExecutor | None:
 def for_each(work: Callable[[int], None], items: Iterable[int]) -> None:
     """Call work(item) for every item, in parallel when it pays; work must touch disjoint data."""
     items = list(items)
-    pool = _pool() if len(items) > 1 else None
+    pool = _pool(os.getpid()) if len(items) > 1 else None
     if pool is None:
         for item in items:
             work(item)
