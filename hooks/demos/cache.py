@@ -61,21 +61,29 @@ class ResultCache:
         key = cache_key(parts)
         if key in self.memo:
             return self.memo[key]
-        result = self._read(key, label)
+        result, problem = self._read(key)
         if result is None:
             if announce:
                 log.info(f"Simulating: {label}…")
             result = compute()
+            # Written before anything is reported: even when --strict stops this build on the warning,
+            # the next build finds a sound file and is clean.
             self._write(key, label, result)
+            if problem:
+                log.warning(f"Corrupt cache file {self.path_for(key)} for {label} ({problem}): "
+                            "ignored, recomputed and rewritten")
         self.memo[key] = result
         return result
 
-    def _read(self, key: str, label: str) -> Any:
+    def _read(self, key: str) -> tuple[Any, str | None]:
+        """(result, None) from a sound file; (None, None) when there is none; (None, why) when corrupt."""
         path = self.path_for(key)
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
-            return None
+            return None, None
+        except OSError as error:
+            return None, f"unreadable: {error.strerror or error}"
         try:
             header_line, _, payload = raw.partition(b"\n")
             header = json.loads(header_line)
@@ -83,10 +91,9 @@ class ResultCache:
                 raise ValueError("unexpected header")
             if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
                 raise ValueError("checksum mismatch (truncated or edited)")
-            return json.loads(payload)
-        except (ValueError, UnicodeDecodeError) as error:
-            log.warning(f"Ignoring corrupt cache file {path} for {label} ({error}); recomputing it")
-            return None
+            return json.loads(payload), None
+        except (ValueError, AttributeError, TypeError) as error:  # bad JSON, bad UTF-8, a header that is no object
+            return None, str(error) or type(error).__name__
 
     def _write(self, key: str, label: str, result: Any) -> None:
         payload = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

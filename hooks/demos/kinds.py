@@ -17,6 +17,7 @@ from hooks.demos.figures import prefill as prefill_figures
 from hooks.demos.figures import recap as recap_figures
 from hooks.demos.figures import roofline as roofline_figures
 from hooks.demos.figures import timeline as timeline_figures
+from hooks.demos.figures.common import round_floats
 from hooks.demos.measurements import DEFAULT_CONTEXTS, DEFAULT_PROMPT_LENGTHS, Measurements
 from hooks.demos.readouts import (
     projection_at,
@@ -56,13 +57,44 @@ def _base(block: DemoBlock, strings: Strings, measured: str, projected: str | No
             "source": {"measured": measured, "projected": projected}, "readouts": {}, "figures": {}}
 
 
+# Per-step fields the browser reads, by kind: the rest (FLOP and byte counters, token ids, the KV slice
+# that the prefill heatmap already carries) stays in the build's cache, not in the page's download.
+STEP_FIELDS = ("index", "phase", "start_ms", "end_ms", "kv_tokens", "kv_bytes", "token")
+BROWSER_STEP_FIELDS = {"conversation": STEP_FIELDS, "prefill": STEP_FIELDS, "decode": (*STEP_FIELDS, "top", "attention")}
+CLOCK_DECIMALS = 3  # recorded times keep their order exactly (4 significant digits could tie two tokens)
+
+
+def browser_trace(trace: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The recorded trace as the browser gets it: what the kind's player shows, floats rounded."""
+    fields = BROWSER_STEP_FIELDS[kind]
+    steps = []
+    for step in trace["steps"]:
+        kept = {key: step[key] for key in fields if key in step}
+        for clock in ("start_ms", "end_ms"):
+            if clock in kept:
+                kept[clock] = round(kept[clock], CLOCK_DECIMALS)
+        if "top" in kept:
+            kept["top"] = round_floats(kept["top"])
+        if "attention" in kept:
+            kept["attention"] = {**kept["attention"], "weights": round_floats(kept["attention"]["weights"])}
+        steps.append(kept)
+    return {**{key: value for key, value in trace.items() if key not in ("steps", "kv_slice")}, "steps": steps}
+
+
 def _prompt(trace: dict[str, Any]) -> dict[str, Any]:
     return {"text": trace["prompt"]["text"], "tokens": trace["prompt"]["tokens"]}
 
 
+def _title(kind: str, strings: Strings) -> str:
+    """The demo's caption, placeholders filled (the timeline's names its answer length)."""
+    if kind == "timeline":
+        return strings.format("timeline.title", tokens=timeline_figures.ANSWER_TOKENS)
+    return strings[f"{kind}.title"]
+
+
 def _context(block: DemoBlock, data: dict[str, Any], strings: Strings, rows: list[tuple[str, str]],
              **extra: Any) -> dict[str, Any]:
-    return {"title": strings[f"{block.kind}.title"], "note": block.note, "rows": rows, "table": None,
+    return {"title": _title(block.kind, strings), "note": block.note, "rows": rows, "table": None,
             "source_measured": data["source"]["measured"], "source_projected": data["source"]["projected"],
             "strings": strings, **extra}
 
@@ -80,7 +112,7 @@ def conversation(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     trace = m.trace(block.prompt, block.options["max_new_tokens"], block.options["chat"])
     data = _base(block, strings, measured_source(trace["machine"], trace["model"]["name"], strings), None)
     readouts = trace_readouts(trace)
-    data.update(prompt=_prompt(trace), trace=trace, readouts=readouts)
+    data.update(prompt=_prompt(trace), trace=browser_trace(trace, "conversation"), readouts=readouts)
     rows = _trace_rows(readouts, strings, strings.lang)
     return Demo(data, _context(block, data, strings, rows, prompt=trace["prompt"]["text"], answer=trace["answer"]))
 
@@ -99,8 +131,8 @@ def prefill(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
         readouts["projection"] = {**reference, "id": wanted,
                                   "model_name": projections["models"][reference["model"]]["name"],
                                   "device_name": projections["devices"][reference["device"]]["name"]}
-    data.update(prompt=_prompt(trace), trace=trace, sweep=sweep, projections=[reference] if reference else [],
-                readouts=readouts)
+    # The sweep reaches the browser as the prefill_time figure; the projection as readouts.projection.
+    data.update(prompt=_prompt(trace), trace=browser_trace(trace, "prefill"), readouts=readouts)
     data["figures"] = {"kv_heatmap": prefill_figures.kv_heatmap(trace, strings, measured),
                        "prefill_time": prefill_figures.prefill_time(sweep, trace["model"], strings, measured)}
     rows = [(strings["common.prompt_chars"], fmt.count(readouts["prompt_chars"], lang)),
@@ -125,8 +157,7 @@ def decode(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     measured = measured_source(trace["machine"], trace["model"]["name"], strings)
     data = _base(block, strings, measured, None)
     readouts = trace_readouts(trace)
-    data.update(prompt=_prompt(trace), trace=trace, sweep={"cache_vs_recompute": sweep["cache_vs_recompute"]},
-                readouts=readouts)
+    data.update(prompt=_prompt(trace), trace=browser_trace(trace, "decode"), readouts=readouts)
     data["figures"] = {"attention": decode_figures.attention(trace, strings, measured),
                        "cache_vs_recompute": decode_figures.cache_vs_recompute(sweep, strings, measured)}
     rows = [(strings["decode.cached_at_start"], fmt.count(readouts["cached_tokens"], lang)),
@@ -159,7 +190,7 @@ def timeline(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     measured = measured_source(sweep["machine_info"], m.simulator.model_name, strings)
     projected = projected_source([r for rows in rows_by_id.values() for r in rows], strings)
     data = _base(block, strings, measured, projected)
-    data.update(sweep=sweep, projections=[r for rows in rows_by_id.values() for r in rows], readouts=readouts)
+    data.update(readouts=readouts)  # the sweep and projections reach the browser as readouts and frames
     data["figures"] = {"timeline": timeline_figures.timeline(readouts, strings, measured)}
     table = {"headers": [strings["timeline.source"], strings["common.axis_prompt_tokens"], strings["common.ttft"],
                          strings["common.ms_per_token"], strings["common.tps"]],
@@ -201,16 +232,17 @@ def roofline(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     chosen = [r for pid in block.options.get("projections", []) if (r := projection_at(projections, pid, at))]
     measured = measured_source(result["machine_info"], m.simulator.model_name, strings)
     projected = projected_source(chosen, strings)
-    util_rows = [{"label": strings["common.measured_label"], "prefill": result["prefill"], "decode": result["decode"]}]
+    util_rows = [{"id": "measured", "label": strings["common.measured_label"], "prefill": result["prefill"],
+                  "decode": result["decode"]}]
     readouts: dict[str, Any] = {"measured": {"peaks": {"peak_gflops": peaks["peak_gflops"],
                                                        "peak_gbps": peaks["peak_gbps"]},
                                              "prefill": result["prefill"], "decode": result["decode"]}}
     for row in chosen:
         phases = projected_phases(row, projections["devices"][row["device"]])
-        util_rows.append({"label": projection_id(row), **phases})
+        util_rows.append({"id": projection_id(row), "label": projection_id(row), **phases})
         readouts[projection_id(row)] = {"device": projections["devices"][row["device"]]["name"], **phases}
     data = _base(block, strings, measured, projected)
-    data.update(roofline=result, projections=chosen, readouts=readouts)
+    data.update(readouts=readouts)  # the roofline result reaches the browser as readouts and figures
     both = " · ".join(filter(None, [measured, projected]))
     data["figures"] = {"roofline": roofline_figures.roofline(peaks, roofline_points(result), strings, measured),
                        "utilization": roofline_figures.utilization(util_rows, strings, both)}
@@ -230,7 +262,7 @@ def recap(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     sweep = m.sweep(block.options.get("prompt_lengths", DEFAULT_PROMPT_LENGTHS))
     measured = measured_source(sweep["machine_info"], m.simulator.model_name, strings)
     data = _base(block, strings, measured, None)
-    data.update(sweep=sweep, readouts={"measured": {str(p["prompt_tokens"]): _phase_readout(
+    data.update(readouts={"measured": {str(p["prompt_tokens"]): _phase_readout(
         p["ttft_ms"], p["decode_ms_per_token"]) for p in sweep["prompt_lengths"]}})
     data["figures"] = {"recap": recap_figures.recap(sweep, strings, measured)}
     table = {"headers": [strings["common.axis_prompt_tokens"], strings["common.ttft"], strings["common.tps"]],

@@ -48,21 +48,33 @@ def test_writes_leave_no_temporary_files(tmp_path: Path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp")] == []
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garble", "empty", "not-json"])
+@pytest.mark.parametrize("damage", ["truncate", "garble", "empty", "not-json", "header-not-object"])
 def test_a_damaged_cache_file_is_reported_and_recomputed(tmp_path: Path, caplog, damage):
     ResultCache(tmp_path, memo={}).get_or_compute({"x": 1}, lambda: {"v": list(range(50))}, label="x")
     path = next(tmp_path.glob("*.json"))
     data = path.read_bytes()
     damaged = {"truncate": data[: len(data) // 2], "garble": data[:-12] + b"9, 9, 9, 9]}",
-               "empty": b"", "not-json": b"\x00\xff garbage"}[damage]
+               "empty": b"", "not-json": b"\x00\xff garbage", "header-not-object": b"[1]\n{}"}[damage]
     path.write_bytes(damaged)
     compute, calls = counting({"v": "fresh"})
     with caplog.at_level(logging.WARNING):
         result = ResultCache(tmp_path, memo={}).get_or_compute({"x": 1}, compute, label="x")
     assert result == {"v": "fresh"} and calls == [1]
-    assert any(path.name in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and path.name in warnings[0] and "recomputed" in warnings[0]
     header, _, payload = path.read_bytes().partition(b"\n")
     assert json.loads(payload) == {"v": "fresh"}  # stored whole again
+
+
+def test_after_a_damaged_file_is_recomputed_the_next_build_is_clean(tmp_path: Path, caplog):
+    ResultCache(tmp_path, memo={}).get_or_compute({"x": 1}, lambda: 1, label="x")
+    next(tmp_path.glob("*.json")).write_bytes(b"{truncated")
+    ResultCache(tmp_path, memo={}).get_or_compute({"x": 1}, lambda: 2, label="x")
+    caplog.clear()
+    compute, calls = counting(3)
+    with caplog.at_level(logging.WARNING):
+        assert ResultCache(tmp_path, memo={}).get_or_compute({"x": 1}, compute, label="x") == 2
+    assert caplog.records == [] and calls == []
 
 
 def test_a_cold_computation_logs_progress_and_a_warm_one_logs_nothing(tmp_path: Path, caplog):

@@ -42,12 +42,17 @@ def test_prefill_time_plots_measured_time_over_linear_and_attention_work(measure
     assert axis_title(figure, "yaxis2") == strings["prefill.axis_gflop"]
 
 
-def test_attention_heatmap_has_one_frame_per_decode_step_filling_row_by_row(trace, strings: Strings):
+def test_attention_heatmap_starts_empty_then_has_one_frame_per_decode_step_filling_row_by_row(
+        trace, strings: Strings):
     figure = decode.attention(trace, strings, SOURCE)
     decode_steps = [s for s in trace["steps"] if s["phase"] == "decode"]
     names = [f["name"] for f in figure["frames"]]
-    assert names == [f"step-{i}" for i in range(len(decode_steps))]
-    rows_per_frame = [len(f["data"][0]["y"]) for f in figure["frames"]]
+    assert names == ["empty", *(f"step-{i}" for i in range(len(decode_steps)))]
+    empty = figure["frames"][0]["data"][0]["z"]
+    assert all(value is None for row in empty for value in row)
+    assert figure["data"][0]["z"] == empty  # the chart starts blank, like the player
+    assert figure["layout"]["sliders"][0]["active"] == 0
+    rows_per_frame = [len(f["data"][0]["y"]) for f in figure["frames"][1:]]
     assert rows_per_frame == list(range(1, len(decode_steps) + 1))
     assert axis_title(figure) == strings["decode.axis_position"]
     assert figure["layout"]["updatemenus"][0]["buttons"][0]["label"] == strings["common.play"]
@@ -125,3 +130,97 @@ def test_every_kind_builds_demo_json_with_the_contract_fields(measurements, stri
         assert data["trace"]["schema"] == "prefill-decode-trace/1" and data["prompt"]["tokens"]
     if kind in ("timeline", "roofline"):
         assert data["source"]["projected"]  # projected numbers name their spec sources
+
+
+def test_utilization_shows_one_source_at_a_time_with_a_frame_per_source(measurements, strings: Strings):
+    result = measurements.roofline()
+    rows = [{"id": "measured", "label": "here", "prefill": result["prefill"], "decode": result["decode"]},
+            {"id": "llama-3.1-8b/h100-sxm/fp16", "label": "8B on H100", "prefill": result["decode"],
+             "decode": result["prefill"]}]
+    figure = roofline.utilization(rows, strings, SOURCE)
+    assert [t["name"] for t in figure["data"]] == ["here"]
+    assert [f["name"] for f in figure["frames"]] == ["measured", "llama-3.1-8b/h100-sxm/fp16"]
+    assert [f["data"][0]["name"] for f in figure["frames"]] == ["here", "8B on H100"]
+    assert [step["label"] for step in figure["layout"]["sliders"][0]["steps"]] == ["here", "8B on H100"]
+
+
+def test_play_buttons_and_slider_sit_on_separate_rows_so_they_never_overlap(trace, strings: Strings):
+    layout = decode.attention(trace, strings, SOURCE)["layout"]
+    buttons, slider = layout["updatemenus"][0], layout["sliders"][0]
+    assert buttons["y"] == slider["y"] == 0 and buttons["yanchor"] == slider["yanchor"] == "top"
+    assert slider["pad"]["t"] >= buttons["pad"]["t"] + 32  # a whole button row above the slider's label
+    assert slider["x"] == 0 and slider["len"] == 1
+    assert layout["margin"]["b"] >= slider["pad"]["t"] + 80  # room for the slider and the source note
+
+
+HOSTILE = "<a href='https://evil.example'>x</a><b>y</b> & <img src=x onerror=alert(1)>"
+
+
+def hostile_strings(strings: Strings) -> Strings:
+    values = {key: value + HOSTILE for key, value in strings.values.items()}
+    return Strings(strings.lang, strings.path, values)
+
+
+def plotly_text(figure: dict) -> list[str]:
+    """Every string in the figure (minus frame names and button args, which Plotly never shows)."""
+    found: list[str] = []
+
+    def walk(node, key=""):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k not in ("args", "meta"):
+                    walk(v, k)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif isinstance(node, str) and key not in ("type", "name", "bdata", "dtype"):
+            found.append(node)
+    walk(figure.get("layout"))
+    walk(figure.get("data"))
+    for frame in figure.get("frames") or []:
+        walk(frame.get("data"))
+        walk(frame.get("layout"))
+    return found
+
+
+def test_labels_from_the_strings_file_reach_plotly_escaped(measurements, strings: Strings, trace):
+    bad = hostile_strings(strings)
+    result = measurements.roofline()
+    figures = [prefill.kv_heatmap(trace, bad, HOSTILE), prefill.prefill_time(measurements.sweep(), trace["model"], bad, ""),
+               decode.attention(trace, bad, ""), decode.cache_vs_recompute(measurements.sweep(), bad, ""),
+               roofline.utilization([{"id": "measured", "label": HOSTILE, "prefill": result["prefill"],
+                                      "decode": result["decode"]}], bad, ""),
+               recap.recap(measurements.sweep(), bad, "")]
+    for figure in figures:
+        texts = plotly_text(figure)
+        assert any("&lt;a href=" in text for text in texts)
+        for text in texts:
+            assert "<a " not in text and "<b>" not in text and "<img" not in text, text
+        names = [t["name"] for t in figure["data"] if "name" in t]
+        assert all("<" not in name for name in names)
+    hover = decode.attention(trace, bad, "")["data"][0]["hovertemplate"]
+    assert hover.endswith("<extra></extra>") and "<br>" in hover  # the template's own markup survives
+
+
+def test_the_timeline_caption_names_its_answer_length(measurements, strings: Strings):
+    block = parse_blocks("```demo\nkind: timeline\nprojections: [llama-3.1-8b/h100-sxm/fp16]\n```\n", "docs/zh/x.md")[0]
+    validate(block, Limits("tiny", 8192, len, measurements.projection_ids()))
+    demo = BUILDERS["timeline"](block, measurements, strings)
+    assert "{" not in demo.context["title"] and str(timeline.ANSWER_TOKENS) in demo.context["title"]
+
+
+def test_the_browser_gets_the_trace_without_what_it_never_reads(measurements, strings: Strings):
+    block = parse_blocks("```demo\nkind: conversation\nprompt: Hi\nmax_new_tokens: 3\n```\n", "docs/zh/x.md")[0]
+    validate(block, Limits("tiny", 8192, len, measurements.projection_ids()))
+    trace = BUILDERS["conversation"](block, measurements, strings).data["trace"]
+    assert "kv_slice" not in trace and trace["answer"] and trace["prompt"]["tokens"]
+    assert all(set(step) <= {"index", "phase", "start_ms", "end_ms", "kv_tokens", "kv_bytes", "token"}
+               for step in trace["steps"])
+    ends = [step["end_ms"] for step in trace["steps"]]
+    assert ends == sorted(ends)
+
+
+def test_figure_floats_keep_four_significant_digits(trace, strings: Strings):
+    figure = prefill.kv_heatmap(trace, strings, SOURCE)
+    values = [v for row in figure["frames"][1]["data"][0]["z"] for v in row]
+    assert all(len(f"{abs(v):.10g}".replace(".", "").lstrip("0")) <= 4 for v in values if v)

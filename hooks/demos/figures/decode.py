@@ -7,7 +7,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from hooks.demos.figures.common import animation_controls, base_layout, plot_text, to_dict
+from hooks.demos.figures.common import animation_controls, base_layout, to_dict
 from hooks.demos.strings import Strings
 
 MAX_FRAMES = 64  # frames hold the whole matrix; beyond this, keep every k-th step (and the last)
@@ -23,7 +23,7 @@ def position_labels(trace: dict[str, Any], positions: int) -> list[str]:
     """Text of every cached position: the prompt tokens, then each generated token."""
     texts = [t["text"] for t in trace["prompt"]["tokens"]]
     texts += [s["token"]["text"] for s in trace["steps"] if s.get("token")]
-    return [plot_text(f"{i}: {t}") for i, t in enumerate(texts[:positions])] + \
+    return [f"{i}: {t}" for i, t in enumerate(texts[:positions])] + \
         [str(i) for i in range(len(texts), positions)]
 
 
@@ -35,7 +35,8 @@ def kept_frames(count: int) -> list[int]:
 
 
 def attention(trace: dict[str, Any], strings: Strings, source: str) -> dict[str, Any]:
-    """Heatmap: row i = decode step i's attention over every cached position; frames "step-i" fill rows."""
+    """Heatmap: row i = decode step i's attention over every cached position. Frame "empty" comes first
+    (nothing decoded yet, so the chart starts blank), then frames "step-i" fill rows 0..i."""
     _, rows = attention_rows(trace)
     if not rows:  # a one-token answer has no decode step
         rows = [[]]
@@ -44,33 +45,36 @@ def attention(trace: dict[str, Any], strings: Strings, source: str) -> dict[str,
     labels = [strings.format("decode.step_label", n=i + 1) for i in range(len(rows))]
 
     def filled(upto: int) -> dict[str, Any]:
-        """Rows 0..upto, each padded to the widest of them: a frame carries only what has been written."""
-        shown = matrix[: upto + 1]
+        """Rows 0..upto, each padded to the widest of them: a frame carries only what has been written.
+        upto = -1 is the empty frame: one blank row, so the axes keep their place."""
+        shown = matrix[: upto + 1] or [[]]
         cols = max(max(len(r) for r in shown), 1)
-        return {"z": [r + [None] * (cols - len(r)) for r in shown], "x": list(range(cols)), "y": list(range(upto + 1))}
+        return {"z": [r + [None] * (cols - len(r)) for r in shown], "x": list(range(cols)),
+                "y": list(range(max(upto + 1, 1)))}
 
-    base = go.Heatmap(**filled(len(rows) - 1),
-                      colorscale="Viridis", zmin=0, colorbar={"title": {"text": strings["decode.weight"]}},
+    # zsmooth "fast" paints one pixel per cell and lets the browser scale it: a redraw per token stays
+    # cheap (the default paints the whole plot area and encodes it as a PNG on every frame).
+    base = go.Heatmap(**filled(-1), zsmooth="fast",
+                      colorscale="Viridis", zmin=0, zmax=max((max(r, default=0) for r in matrix), default=1) or 1,
+                      colorbar={"title": {"text": strings["decode.weight"]}},
                       customdata=[position_labels(trace, width)] * len(rows),
                       hovertemplate=strings["decode.attention_hover"] + "<extra></extra>")
 
     frames = kept_frames(len(rows))
-    names = [f"step-{i}" for i in frames]
+    names = ["empty", *(f"step-{i}" for i in frames)]
     figure = go.Figure(data=[base])
     figure.update_layout(**base_layout(strings["decode.attention_title"], source,
                                        height=max(340, 12 * len(rows) + 200), animated=True),
-                         **animation_controls(names, [str(i + 1) for i in frames], strings,
-                                              prefix=strings["decode.slider_prefix"]))
+                         **animation_controls(names, [strings["decode.frame_empty"], *(str(i + 1) for i in frames)],
+                                              strings, prefix=strings["decode.slider_prefix"]))
+    figure.layout.sliders[0].active = 0
     # Fixed ranges: rows and columns appear in place as frames add them.
     figure.update_xaxes(title_text=strings["decode.axis_position"], range=[-0.5, width - 0.5])
     figure.update_yaxes(title_text=strings["decode.axis_step"], range=[len(rows) - 0.5, -0.5],
                         tickvals=list(range(len(rows))), ticktext=labels)
-    data = to_dict(figure)
     # Frames carry only z, x, y (Plotly merges them into the base trace, so colours and hover stay).
-    # Written as plain data: validating dozens of heatmaps through plotly.graph_objects is slow.
-    data["frames"] = [{"name": n, "data": [{"type": "heatmap", **filled(i)}], "traces": [0]}
-                      for n, i in zip(names, frames, strict=True)]
-    return data
+    return to_dict(figure, frames=[{"name": n, "data": [{"type": "heatmap", **filled(i)}], "traces": [0]}
+                                   for n, i in zip(names, [-1, *frames], strict=True)])
 
 
 def cache_vs_recompute(sweep: dict[str, Any], strings: Strings, source: str) -> dict[str, Any]:

@@ -7,14 +7,14 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from hooks.demos.figures.common import DIVERGING, animation_controls, base_layout, plot_text, to_dict
+from hooks.demos.figures.common import DIVERGING, animation_controls, base_layout, to_dict
 from hooks.demos.figures.flops import prefill_flops_split
 from hooks.demos.strings import Strings
 
 
 def token_labels(tokens: list[dict[str, Any]]) -> list[str]:
     """Tick labels for prompt tokens: position and visible text (whitespace made visible)."""
-    return [plot_text(f"{i}: {t['text'].replace(' ', '·').replace(chr(10), '⏎')}") for i, t in enumerate(tokens)]
+    return [f"{i}: {t['text'].replace(' ', '·').replace(chr(10), '⏎')}" for i, t in enumerate(tokens)]
 
 
 def kv_heatmap(trace: dict[str, Any], strings: Strings, source: str) -> dict[str, Any]:
@@ -31,7 +31,8 @@ def kv_heatmap(trace: dict[str, Any], strings: Strings, source: str) -> dict[str
     empty = [[None] * len(dims) for _ in rows]
 
     def heatmaps(k_z: list[list[Any]], v_z: list[list[Any]]) -> list[go.Heatmap]:
-        common = {"x": dims, "y": rows, "coloraxis": "coloraxis", "xgap": 0, "ygap": 1}
+        # zsmooth "fast": one pixel per cell, scaled by the browser — switching frames stays cheap.
+        common = {"x": dims, "y": rows, "coloraxis": "coloraxis", "zsmooth": "fast"}
         return [go.Heatmap(z=k_z, name="K", **common), go.Heatmap(z=v_z, name="V", **common)]
 
     figure = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,

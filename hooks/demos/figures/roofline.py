@@ -51,16 +51,24 @@ def roofline(peaks: dict[str, float], points: dict[int, dict[str, dict[str, floa
 
 
 def utilization(rows: list[dict[str, Any]], strings: Strings, source: str) -> dict[str, Any]:
-    """Grouped bars: for each source (measured, then projections), compute and bandwidth utilisation
-    of prefill and of decode, in percent. `rows`: [{"label", "prefill": {...}, "decode": {...}}]."""
+    """Bars of compute and bandwidth utilisation of prefill and of decode, in percent, for ONE source at
+    a time: one frame per source (named by its id: "measured" or a projection id), switched by the
+    demo's hardware picker or by Plotly's own slider. `rows`: [{"id", "label", "prefill", "decode"}]."""
     categories = [strings["roofline.cat_prefill_compute"], strings["roofline.cat_prefill_bandwidth"],
                   strings["roofline.cat_decode_compute"], strings["roofline.cat_decode_bandwidth"]]
-    figure = go.Figure()
-    for row in rows:
+
+    def bars(row: dict[str, Any]) -> go.Bar:
         values = [row["prefill"]["compute_utilization"], row["prefill"]["bandwidth_utilization"],
                   row["decode"]["compute_utilization"], row["decode"]["bandwidth_utilization"]]
-        figure.add_trace(go.Bar(x=categories, y=[100 * v for v in values], name=row["label"],
-                                text=[f"{100 * v:.0f}%" for v in values], textposition="outside"))
-    figure.update_layout(**base_layout(strings["roofline.util_title"], source, height=400), barmode="group")
+        return go.Bar(x=categories, y=[100 * v for v in values], name=row["label"], showlegend=True,
+                      text=[f"{100 * v:.0f}%" for v in values], textposition="outside")
+
+    names = [row["id"] for row in rows]
+    figure = go.Figure(data=[bars(rows[0])], frames=[go.Frame(name=row["id"], data=[bars(row)], traces=[0])
+                                                     for row in rows])
+    figure.update_layout(**base_layout(strings["roofline.util_title"], source, height=400, animated=True),
+                         **animation_controls(names, [row["label"] for row in rows], strings,
+                                              prefix=strings["roofline.source_prefix"]))
+    figure.layout.sliders[0].active = 0
     figure.update_yaxes(title_text=strings["roofline.axis_util"], range=[0, 115], ticksuffix="%")
     return to_dict(figure)
