@@ -70,7 +70,8 @@ def table(rows: Sequence[dict], columns: Sequence[str]) -> str:
     raw = [[row.get(c, "") for c in columns] for row in rows]
     cells = [[_fmt(v) for v in r] for r in raw]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)),
+    numeric = [bool(raw) and isinstance(raw[0][i], int | float) for i in range(len(columns))]
+    lines = ["  ".join(c.rjust(w) if n else c.ljust(w) for c, w, n in zip(columns, widths, numeric, strict=True)).rstrip(),
              "  ".join("-" * w for w in widths)]
     for values, texts in zip(raw, cells, strict=True):
         lines.append("  ".join(t.rjust(w) if isinstance(v, int | float) else t.ljust(w)
