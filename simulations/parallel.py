@@ -4,7 +4,9 @@ numpy's big GEMMs already use all cores through BLAS, but element-wise work (sof
 sum) runs on one. Attention splits into independent query blocks, so it runs them on Python
 threads (numpy releases the GIL) while BLAS stays single-threaded inside each worker — two
 multi-threaded BLAS calls at once would fight over the same cores. OpenBLAS (numpy's default
-BLAS) can set that per thread; with any other BLAS the blocks simply run one after another.
+BLAS) lets us drop to one BLAS thread for the parallel section and restore the count after
+(its "thread-local" setting turned out to leak into the main thread); with any other BLAS the
+blocks simply run one after another.
 """
 
 from __future__ import annotations
@@ -20,16 +22,21 @@ import numpy as np
 
 
 @lru_cache(maxsize=1)
-def _openblas_set_threads_local() -> Callable[[int], int] | None:
-    """OpenBLAS's per-thread thread count setter, from the library numpy loaded, if there is one."""
+def _openblas_threads() -> tuple[Callable[[], int], Callable[[int], None]] | None:
+    """OpenBLAS's (get, set) thread-count functions from the library numpy loaded, if it is OpenBLAS."""
     libs = Path(np.__file__).resolve().parent.parent / "numpy.libs"
     for path in sorted(libs.glob("*openblas*.so*")) if libs.is_dir() else []:
         try:
-            fn = ctypes.CDLL(str(path)).openblas_set_num_threads_local
-        except (OSError, AttributeError):
+            lib = ctypes.CDLL(str(path))
+        except OSError:
             continue
-        fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
-        return fn
+        for suffix in ("64_", "_64", ""):
+            for prefix in ("scipy_openblas", "openblas"):
+                get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                set_ = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+                if get is not None and set_ is not None:
+                    get.restype, set_.argtypes, set_.restype = ctypes.c_int, [ctypes.c_int], None
+                    return get, set_
     return None
 
 
@@ -43,10 +50,9 @@ def _cores() -> int:
 @lru_cache(maxsize=4)
 def _pool(pid: int) -> ThreadPoolExecutor | None:
     """One pool per process (keyed by pid: a forked child has none of its parent's threads)."""
-    setter = _openblas_set_threads_local()
-    if setter is None or _cores() < 2:
+    if _openblas_threads() is None or _cores() < 2:
         return None
-    return ThreadPoolExecutor(_cores(), thread_name_prefix="pd-blocks", initializer=lambda: setter(1))
+    return ThreadPoolExecutor(_cores(), thread_name_prefix="pd-blocks")
 
 
 def for_each(work: Callable[[int], None], items: Iterable[int]) -> None:
@@ -57,5 +63,11 @@ def for_each(work: Callable[[int], None], items: Iterable[int]) -> None:
         for item in items:
             work(item)
     else:
-        for _ in pool.map(work, items):  # iterating re-raises any exception from a worker
-            pass
+        get_threads, set_threads = _openblas_threads()
+        previous = get_threads()
+        set_threads(1)  # the blocks share the cores; BLAS inside each block stays on one
+        try:
+            for _ in pool.map(work, items):  # iterating re-raises any exception from a worker
+                pass
+        finally:
+            set_threads(previous)
