@@ -134,3 +134,15 @@ def _arrays(weights):
     yield weights.final_norm
     for layer in weights.layers:
         yield from (a for a in vars(layer).values() if a is not None)
+
+
+def test_parallel_attention_blocks_restore_the_blas_thread_count(tiny, monkeypatch):
+    from simulations.parallel import _openblas_threads
+
+    if _openblas_threads() is None:
+        pytest.skip("numpy is not linked to OpenBLAS here: blocks run sequentially")
+    get_threads, _ = _openblas_threads()
+    before = get_threads()
+    monkeypatch.setattr(M, "MAX_QUERY_BLOCK", 4)
+    prefill(tiny.weights, tiny.config, prompt_ids(20), KVCache.empty(tiny.config, 20))
+    assert get_threads() == before
