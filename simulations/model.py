@@ -125,8 +125,11 @@ def lm_head(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def silu(x: np.ndarray) -> np.ndarray:
-    # sigmoid via tanh: no overflow warnings for large negative inputs, stays float32
-    return x * (F32(0.5) + F32(0.5) * np.tanh(F32(0.5) * x))
+    """x * sigmoid(x), with sigmoid(x) = (1 + tanh(x/2)) / 2: no overflow warnings, stays float32."""
+    sigmoid = np.tanh(F32(0.5) * x)
+    sigmoid += F32(1)  # in place: prefill's (T, d_ff) temporaries are megabytes each
+    sigmoid *= F32(0.5)
+    return x * sigmoid
 
 
 def rope_angles(positions: np.ndarray, head_dim: int, theta: float) -> tuple[np.ndarray, np.ndarray]:
@@ -214,7 +217,9 @@ def mlp(x: np.ndarray, layer: LayerWeights) -> np.ndarray:
     """SwiGLU: down(silu(gate(x)) * up(x))."""
     gate_up = linear(x, layer.w_gate_up)  # (T, 2 d_ff)
     d_ff = gate_up.shape[1] // 2
-    return linear(silu(gate_up[:, :d_ff]) * gate_up[:, d_ff:], layer.w_down)
+    hidden = silu(gate_up[:, :d_ff])
+    hidden *= gate_up[:, d_ff:]
+    return linear(hidden, layer.w_down)
 
 
 def transformer_block(
