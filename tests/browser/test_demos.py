@@ -18,11 +18,18 @@ FAST = "?pd-speed=400"  # the player's test hook: 400× the recorded clock
 TIMEOUT_MS = 20_000
 
 
+def engage(page, demo) -> None:
+    """Scroll the demo into view and point at it, as a reader does (demos wait for a gesture)."""
+    demo.scroll_into_view_if_needed()
+    page.mouse.move(10, 300)
+    page.mouse.move(20, 310)
+
+
 def open_demo(open_page, lang: str, kind: str, query: str = FAST, **options):
     """Open the chapter of `kind`, scroll its first demo into view and wait until it is live."""
     page, log = open_page(lang + PAGE_OF_KIND[kind] + query, **options)
     demo = page.locator(f".pd-demo[data-pd-demo={kind}]").first
-    demo.scroll_into_view_if_needed()
+    engage(page, demo)
     page.wait_for_function("el => el.dataset.pdStatus === 'ready'", arg=demo.element_handle(), timeout=TIMEOUT_MS)
     return page, log, demo
 
@@ -253,7 +260,7 @@ def test_markup_in_demo_data_is_shown_as_text_and_runs_nothing(open_page, kind):
     page.route("**/assets/traces/*.json", hostile_route)
     page.reload()
     demo = page.locator(f".pd-demo[data-pd-demo={kind}]").first
-    demo.scroll_into_view_if_needed()
+    engage(page, demo)
     page.wait_for_function("el => el.dataset.pdStatus === 'ready'", arg=demo.element_handle(), timeout=TIMEOUT_MS)
     demo.locator("[data-pd-stage]").focus()
     page.keyboard.press("End")

@@ -1,10 +1,14 @@
-// Plotly charts: load the library from the site only when a chart is about to scroll into view,
-// draw the build's figure JSON, keep it themed, and let the player step through its frames.
+// Plotly charts: load the library from the site only when a chart is in view and the reader has
+// engaged with the page, draw the build's figure JSON in small scheduled steps, keep it themed, and
+// let the player step through its frames.
 import { h, setText } from "./dom.js";
+import { whenEngaged } from "./engagement.js";
 import { applyUpdate, currentScheme, readPalette, themeUpdate, watchPalette } from "./plotly-theme.js";
+import { schedule } from "./schedule.js";
 
 const PLOTLY_URL = new URL("../vendor/plotly.min.js", import.meta.url);
-const NEAR_VIEW = "300px 0px";
+const IN_VIEW = "100px 0px";
+const NARROW_PX = 560;
 const CONFIG = { displayModeBar: false, responsive: true, displaylogo: false, scrollZoom: false };
 // A frame change that keeps the main thread longer than this would stutter playback (and count as a
 // long task): such a chart is then brought in step whenever playback pauses, not on every token.
@@ -15,7 +19,7 @@ let plotlyPromise = null;
 const charts = new Set();
 
 /** Inject the site's own plotly.min.js once; resolves to window.Plotly. */
-export function loadPlotly() {
+function loadPlotly() {
   if (window.Plotly) return Promise.resolve(window.Plotly);
   plotlyPromise ??= new Promise((resolve, reject) => {
     const script = document.createElement("script");
@@ -40,18 +44,63 @@ function watchOnce() {
   watchPalette(retheme);
 }
 
+/** Plotly label text back to plain text: the build escapes labels as entities for Plotly. */
+function plainText(label) {
+  return label.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&#39;/g, "'")
+    .replace(/&amp;/g, "&");
+}
+
 /** The accessible name of a chart: the title its figure carries, else the strings key `fallbackKey`. */
 function chartLabel(figure, text, fallbackKey) {
   const title = figure?.layout?.title;
   const value = typeof title === "string" ? title : title?.text;
-  return value || text(fallbackKey);
+  return value ? plainText(value) : text(fallbackKey);
+}
+
+/** The figure's data and layout as they are in frame `name` (the figure itself when name is null). */
+function figureAt(figure, name) {
+  const data = (figure.data || []).map((trace) => ({ ...trace }));
+  const layout = structuredClone(figure.layout || {});
+  const frame = name === null ? null : (figure.frames || []).find((candidate) => candidate.name === name);
+  if (!frame) return { data, layout };
+  const targets = frame.traces || frame.data.map((_, i) => i);
+  targets.forEach((index, i) => { if (data[index]) Object.assign(data[index], frame.data[i]); });
+  for (const [key, value] of Object.entries(frame.layout || {})) {
+    const both = value && typeof value === "object" && layout[key] && typeof layout[key] === "object";
+    layout[key] = both ? { ...layout[key], ...value } : value;
+  }
+  // Plotly's own slider shows the frame drawn.
+  for (const slider of layout.sliders || []) {
+    const index = (slider.steps || []).findIndex((step) => step.args?.[0]?.[0] === name);
+    if (index >= 0) slider.active = index;
+  }
+  return { data, layout };
+}
+
+/** The colour a chart is painted on: the first opaque background among its ancestors. */
+function backgroundBehind(node) {
+  for (let element = node; element; element = element.parentElement) {
+    const colour = getComputedStyle(element).backgroundColor;
+    if (colour && colour !== "transparent" && !/rgba\(.*,\s*0\)$/.test(colour)) return colour;
+  }
+  return readPalette(currentScheme()).background;
+}
+
+/** The slider step (index) that shows frame `name`, or -1. */
+export function sliderIndex(figure, name) {
+  const steps = figure?.layout?.sliders?.[0]?.steps || [];
+  return steps.findIndex((step) => step.args?.[0]?.[0] === name);
 }
 
 /**
- * A chart for `figure` (plotly.py's to_json as an object), drawn once it nears the viewport.
- * Returns {node, frameNames, animateTo(name)}; labels come from the demo's strings via `text`.
+ * A chart for `figure` (plotly.py's to_json as an object), drawn once it is in view and the reader has
+ * engaged. Returns {node, frameNames, animateTo(name)}; labels come from the demo's strings via `text`.
+ *
+ * `reveal(name, {background})`, if given, shows frame `name` as a cheap update of the full figure
+ * instead of a redraw: {restyle, relayout, traces} for Plotly.update (name null: show everything).
+ * Plotly's own play button and slider still run the frames; after them the full figure is restored.
  */
-export function createChart(figure, text, fallbackKey) {
+export function createChart(figure, text, fallbackKey, { reveal = null } = {}) {
   const label = chartLabel(figure, text, fallbackKey);
   const plot = h("div", { class: "pd-chart__plot" });
   const status = h("p", { class: "pd-chart__status", text: text("common.loading_chart") });
@@ -66,12 +115,37 @@ export function createChart(figure, text, fallbackKey) {
   let tooSlowForLive = false;
   let catchUpQueued = false;
   let lastPlaying = false;
+  let ownControlsUsed = false; // Plotly's own play/slider replaced the data with a frame's
+
+  function revealUpdate(name) {
+    return reveal(name, { background: backgroundBehind(node) });
+  }
+
+  /** Show `name` through `reveal`: a restyle/relayout that draws no heatmap again. */
+  function revealTo(name, playing) {
+    wanted = name;
+    lastPlaying = playing;
+    if (!drawn || name === shown) return;
+    if (ownControlsUsed) {
+      if (playing) return; // restoring the full data is a redraw: at the next pause
+      ownControlsUsed = false;
+      window.Plotly.react(plot, (figure.data || []).map((trace) => ({ ...trace })), plot.layout);
+    }
+    const { restyle = {}, relayout = {}, traces } = revealUpdate(name);
+    shown = name;
+    window.Plotly.update(plot, restyle, relayout, traces);
+  }
 
   const chart = {
     node,
     frameNames,
     theme(palette) {
-      if (drawn) window.Plotly.relayout(plot, themeUpdate(plot.layout, palette, plot.data));
+      if (!drawn) return;
+      window.Plotly.relayout(plot, themeUpdate(plot.layout, palette, plot.data));
+      if (reveal && shown !== null && !ownControlsUsed) {
+        const { relayout = {} } = revealUpdate(shown);
+        window.Plotly.relayout(plot, relayout);
+      }
     },
     /**
      * Show frame `name`; calls made while a transition runs collapse into the latest. While `playing`,
@@ -79,6 +153,10 @@ export function createChart(figure, text, fallbackKey) {
      */
     animateTo(name, { playing = false, now = false } = {}) {
       if (!frameNames.has(name)) return;
+      if (reveal) {
+        revealTo(name, playing);
+        return;
+      }
       wanted = name;
       lastPlaying = playing;
       if (!drawn || busy || wanted === shown || (playing && tooSlowForLive)) return;
@@ -107,23 +185,36 @@ export function createChart(figure, text, fallbackKey) {
     },
   };
 
+  // Each step is a task of its own (see schedule.js): the library, then the plot, then its frames.
   async function draw() {
     try {
-      const Plotly = await loadPlotly();
-      const layout = structuredClone(figure.layout || {});
-      applyUpdate(layout, themeUpdate(layout, readPalette(currentScheme()), figure.data || []));
-      await Plotly.react(plot, figure.data || [], layout, CONFIG);
-      if (figure.frames?.length) await Plotly.addFrames(plot, figure.frames);
+      const Plotly = await schedule(loadPlotly);
+      await schedule(() => {
+        // Drawn straight in the frame the demo wants (no second redraw to get there).
+        shown = wanted;
+        const { data, layout } = reveal ? figureAt(figure, null) : figureAt(figure, shown);
+        applyUpdate(layout, themeUpdate(layout, readPalette(currentScheme()), data));
+        // Plotly does not wrap titles: on a phone, a smaller font keeps a long one inside the chart.
+        if (plot.clientWidth && plot.clientWidth < NARROW_PX) applyUpdate(layout, { "title.font.size": 13 });
+        return Plotly.react(plot, data, layout, CONFIG);
+      });
+      if (reveal) {
+        const { restyle = {}, relayout = {}, traces } = revealUpdate(shown);
+        await Plotly.update(plot, restyle, relayout, traces);
+        plot.on("plotly_animatingframe", () => {
+          if (ownControlsUsed) return;
+          ownControlsUsed = true;
+          const everything = revealUpdate(null);
+          window.Plotly.update(plot, everything.restyle || {}, everything.relayout || {}, everything.traces);
+        });
+      }
+      if (figure.frames?.length) await schedule(() => Plotly.addFrames(plot, figure.frames));
       drawn = true;
       status.remove();
       node.dataset.pdChart = "ready";
       charts.add(chart);
       watchOnce();
-      if (wanted !== null) {
-        const target = wanted;
-        wanted = null;
-        chart.animateTo(target);
-      }
+      if (wanted !== null && wanted !== shown) chart.animateTo(wanted, { playing: lastPlaying });
     } catch (error) {
       node.dataset.pdChart = "error";
       setText(status, text("common.chart_failed"));
@@ -131,11 +222,12 @@ export function createChart(figure, text, fallbackKey) {
     }
   }
 
+  // Drawn once it is in view and the reader has engaged with the page (a load alone draws nothing).
   const observer = new IntersectionObserver((entries) => {
     if (!entries.some((entry) => entry.isIntersecting)) return;
     observer.disconnect();
-    draw();
-  }, { rootMargin: NEAR_VIEW });
+    whenEngaged().then(draw);
+  }, { rootMargin: IN_VIEW });
   observer.observe(node);
   return chart;
 }

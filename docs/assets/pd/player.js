@@ -2,6 +2,7 @@
 // State lives in one object; every change goes through update(), which calls render(state).
 // `ticks[i]` is the recorded time (ms) at which token i+1 appears; `count` tokens are shown at `t`.
 import { h, icon, setAttr, setClass, setText } from "./dom.js";
+import { setPlaying } from "./schedule.js";
 
 const SPEEDS = [0.25, 0.5, 1, 2, 4];
 // A token shown for less than this is a blur; below it the default becomes "slow motion".
@@ -107,8 +108,10 @@ export function createPlayer({ root, ticks, text, reducedMotion, render, describ
     if (describe) setText(live, describe(state));
   }
 
+  const playerId = root.id || `pd-player-${Math.random()}`;
   function update(changes) {
     Object.assign(state, changes);
+    setPlaying(playerId, state.playing); // heavy chart work waits while this plays
     state.count = countAt(ticks, state.t);
     setText(playLabel, state.playing ? text("common.pause") : text("common.play"));
     setClass(playIcon, "pd-icon--off", state.playing);

@@ -21,9 +21,10 @@ FRAME_MS = 500
 # Under an animated plot: axis ticks and title, then a row with Plotly's play/pause buttons, then the
 # slider on its own full-width row (its current-value label above the rail), then the source note.
 # Stacked rows cannot overlap at any width, unlike buttons beside the slider's label.
-BUTTONS_TOP = 56
+BUTTONS_TOP = 68
 SLIDER_TOP = BUTTONS_TOP + 36
-CONTROLS_BOTTOM = 210
+CONTROLS_BOTTOM = 224
+TOP = 100  # title row, then up to three rows of legend above the plot
 
 
 # Keys whose string values Plotly shows as (pseudo-HTML) text: titles, names, ticks, slider and
@@ -95,12 +96,15 @@ def base_layout(title: str, source: str, *, height: int = 380, animated: bool = 
     bottom = CONTROLS_BOTTOM if animated else 88
     return {
         "template": "none",
-        "title": {"text": title, "x": 0, "xanchor": "left"},
+        # The title sits at the very top; the legend (which wraps into rows on a phone) gets the rest of
+        # the top margin, so the two never meet.
+        "title": {"text": title, "x": 0, "xanchor": "left", "xref": "container", "y": 1, "yref": "container",
+                  "yanchor": "top", "pad": {"t": 10, "l": 4}},
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
         "colorway": COLORWAY,
-        "height": height + (CONTROLS_BOTTOM - 88 if animated else 0),
-        "margin": {"l": 64, "r": 24, "t": 56, "b": bottom},
+        "height": height + (TOP - 56) + (CONTROLS_BOTTOM - 88 if animated else 0),
+        "margin": {"l": 64, "r": 24, "t": TOP, "b": bottom},
         "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1},
         "font": {"family": "system-ui, -apple-system, 'Segoe UI', 'Noto Sans CJK SC', 'PingFang SC', sans-serif",
                  "size": 13},

@@ -36,7 +36,10 @@ def kept_frames(count: int) -> list[int]:
 
 def attention(trace: dict[str, Any], strings: Strings, source: str) -> dict[str, Any]:
     """Heatmap: row i = decode step i's attention over every cached position. Frame "empty" comes first
-    (nothing decoded yet, so the chart starts blank), then frames "step-i" fill rows 0..i."""
+    (nothing decoded yet, so the chart starts blank), then frames "step-i" fill rows 0..i.
+
+    The base trace holds every row: the page's player reveals rows by moving a mask (no heatmap redraw
+    per token); Plotly's own play button and slider run the frames."""
     _, rows = attention_rows(trace)
     if not rows:  # a one-token answer has no decode step
         rows = [[]]
@@ -54,7 +57,7 @@ def attention(trace: dict[str, Any], strings: Strings, source: str) -> dict[str,
 
     # zsmooth "fast" paints one pixel per cell and lets the browser scale it: a redraw per token stays
     # cheap (the default paints the whole plot area and encodes it as a PNG on every frame).
-    base = go.Heatmap(**filled(-1), zsmooth="fast",
+    base = go.Heatmap(**filled(len(rows) - 1), zsmooth="fast",
                       colorscale="Viridis", zmin=0, zmax=max((max(r, default=0) for r in matrix), default=1) or 1,
                       colorbar={"title": {"text": strings["decode.weight"]}},
                       customdata=[position_labels(trace, width)] * len(rows),

@@ -2,7 +2,7 @@
 // every cached position (real weights) shows under the tokens; the top-5 candidates with their
 // probabilities, the chosen one marked; a chart of ms/token with the KV cache against full recompute.
 import { h, setAttr, setClass, setText, tokenChip } from "../dom.js";
-import { createChart } from "../charts.js";
+import { createChart, sliderIndex } from "../charts.js";
 import { createPlayer } from "../player.js";
 import { keysHint, prepareStage, readout, shownSteps, ticksOf } from "../stage.js";
 import { answerView, phaseBadge, phaseOf } from "../tokens.js";
@@ -20,6 +20,26 @@ function attentionFrame(chart, count) {
     .map((name) => Number(name.slice(5))).filter((i) => i <= Math.max(row, 0));
   if (row < 0 && chart.frameNames.has("empty")) return "empty";
   return kept.length ? `step-${Math.max(...kept)}` : null;
+}
+
+/**
+ * Frame `name` of the attention heatmap as a cheap update: the figure holds every row, and an opaque
+ * mask in the chart's background colour covers the rows not decoded yet (null: nothing masked).
+ */
+function revealRows(figure) {
+  const rows = figure.data?.[0]?.z?.length || 0;
+  return (name, { background }) => {
+    const shownRows = name === null ? rows : name === "empty" ? 0 : Number(name.slice(5)) + 1;
+    const relayout = {
+      "shapes[0]": {
+        type: "rect", xref: "paper", yref: "y", x0: 0, x1: 1, y0: shownRows - 0.5, y1: rows - 0.5,
+        fillcolor: background, line: { width: 0 }, layer: "above", visible: shownRows < rows,
+      },
+    };
+    const index = sliderIndex(figure, name);
+    if (index >= 0) relayout["sliders[0].active"] = index;
+    return { relayout };
+  };
 }
 
 /** One row per candidate: token, probability bar, percentage. */
@@ -71,7 +91,8 @@ export function mount(demo, data, { reducedMotion }) {
   const candidates = candidatesView(text);
 
   const figures = data.figures || {};
-  const attention = figures.attention ? createChart(figures.attention, text, "decode.attention_title") : null;
+  const attention = figures.attention
+    ? createChart(figures.attention, text, "decode.attention_title", { reveal: revealRows(figures.attention) }) : null;
   const compare = figures.cache_vs_recompute ? createChart(figures.cache_vs_recompute, text, "decode.cache_title") : null;
 
   stage.append(

@@ -1,0 +1,27 @@
+// The reader's first gesture. Heavy work (the chart library, drawing charts) waits for it, so loading a
+// page stays light: a reader who only reads pays for nothing they do not use. Scrolling, a wheel, a
+// pointer, a key or a touch all count; pressing a demo's control is one of them.
+const GESTURES = ["scroll", "wheel", "pointerdown", "pointermove", "keydown", "touchstart"];
+const OPTIONS = { capture: true, passive: true };
+
+let engaged = false;
+let resolveEngaged;
+const whenEngagedPromise = new Promise((resolve) => { resolveEngaged = resolve; });
+
+function onGesture() {
+  if (engaged) return;
+  engaged = true;
+  for (const type of GESTURES) window.removeEventListener(type, onGesture, OPTIONS);
+  resolveEngaged();
+}
+for (const type of GESTURES) window.addEventListener(type, onGesture, OPTIONS);
+
+/** True once the reader has scrolled, pointed, pressed a key or touched the page. */
+export function isEngaged() {
+  return engaged;
+}
+
+/** Resolves at the reader's first gesture (at once if it already happened). */
+export function whenEngaged() {
+  return whenEngagedPromise;
+}

@@ -1,0 +1,79 @@
+"""How the demos load: nothing heavy until the reader engages, charts drawn in the frame the player is
+on, Plotly's own controls laid out without overlaps, captions with their placeholders filled."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.test_demos import PAGE_OF_KIND, TIMEOUT_MS, engage, open_demo
+
+pytestmark = pytest.mark.browser
+
+PLOTLY = "assets/vendor/plotly.min.js"
+ANIMATED = [("decode", 0), ("decode", 1), ("prefill", 0), ("timeline", 0), ("roofline", 0), ("roofline", 1)]
+
+
+def test_a_page_that_is_only_loaded_fetches_no_chart_library_and_draws_nothing(open_page):
+    page, log = open_page("decode/")
+    requested = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(500)
+    assert not any(url.endswith(PLOTLY) for url in requested)
+    assert page.evaluate("typeof window.Plotly") == "undefined"
+    assert page.locator(".main-svg").count() == 0
+    demo = page.locator(".pd-demo[data-pd-demo=decode]").first
+    engage(page, demo)
+    chart = demo.locator(".pd-chart").first
+    chart.scroll_into_view_if_needed()
+    page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(), timeout=TIMEOUT_MS)
+    log.assert_clean()
+
+
+def test_the_attention_heatmap_starts_blank_and_fills_as_tokens_are_decoded(open_page):
+    page, log, demo = open_demo(open_page, "", "decode", query="")
+    chart = demo.locator(".pd-chart").first
+    chart.scroll_into_view_if_needed()
+    page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(), timeout=TIMEOUT_MS)
+    # The player reveals rows by a mask over the rows not decoded yet (no heatmap redraw per token).
+    mask = "el => { const s = el.querySelector('.js-plotly-plot').layout.shapes?.[0]; " \
+           "return s && s.visible !== false ? s.y0 : null; }"
+    assert page.evaluate(mask, chart.element_handle()) == -0.5  # nothing decoded: every row hidden
+    demo.locator("[data-pd-stage]").focus()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"el => ({mask})(el) === 0.5", arg=chart.element_handle(), timeout=TIMEOUT_MS)
+    page.keyboard.press("End")
+    page.wait_for_function(f"el => ({mask})(el) === null", arg=chart.element_handle(), timeout=TIMEOUT_MS)
+    log.assert_clean()
+
+
+def boxes_overlap(a: dict, b: dict) -> bool:
+    return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and \
+        a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+@pytest.mark.parametrize("kind, index", ANIMATED)
+def test_plotly_play_buttons_never_cover_the_slider_label(open_page, width, kind, index):
+    page, log, demo = open_demo(open_page, "", kind, query="", viewport={"width": width, "height": 900})
+    chart = demo.locator(".pd-chart").nth(index)
+    chart.scroll_into_view_if_needed()
+    page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(), timeout=TIMEOUT_MS)
+    buttons = [b.bounding_box() for b in chart.locator(".updatemenu-button").all()]
+    label = chart.locator(".slider-group > text.slider-label").first.bounding_box()
+    rail = chart.locator(".slider-container .slider-rail-rect").first.bounding_box()
+    assert buttons and label and rail
+    for button in buttons:
+        assert not boxes_overlap(button, label), (button, label)
+        assert not boxes_overlap(button, rail), (button, rail)
+    log.assert_clean()
+
+
+@pytest.mark.parametrize("lang", ["", "en/"])
+def test_demo_captions_have_their_placeholders_filled(open_page, lang):
+    for kind, path in PAGE_OF_KIND.items():
+        page, _ = open_page(lang + path)
+        caption = page.locator(f".pd-demo[data-pd-demo={kind}] figcaption").first.text_content()
+        assert "{" not in caption and "}" not in caption, (kind, caption)
+        page.close()
