@@ -12,7 +12,8 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -51,17 +52,49 @@ class ResultCache:
     def __init__(self, directory: Path, memo: dict[str, Any] | None = None) -> None:
         self.directory = directory
         self.memo = _MEMO if memo is None else memo
+        self._recorders: list[list[str]] = []
+
+    @contextmanager
+    def recording(self) -> Iterator[list[str]]:
+        """Collect the keys of every result looked up inside the block (what a derived result depends on)."""
+        keys: list[str] = []
+        self._recorders.append(keys)
+        try:
+            yield keys
+        finally:
+            self._recorders.remove(keys)
+
+    def damaged(self, key: str) -> bool:
+        """True when the file of `key` exists but is corrupt. The result is then forgotten in memory too,
+        so the next lookup reads the file, reports it and recomputes it."""
+        path = self.path_for(key)
+        if not path.exists():
+            return False
+        try:
+            header_line, _, payload = path.read_bytes().partition(b"\n")
+            header = json.loads(header_line)
+            sound = header.get("key") == key and hashlib.sha256(payload).hexdigest() == header.get("sha256")
+        except (OSError, ValueError, AttributeError, TypeError):
+            sound = False
+        if not sound:
+            self.memo.pop(key, None)
+        return not sound
 
     def path_for(self, key: str) -> Path:
         return self.directory / f"{key}.json"
 
     def get_or_compute(self, parts: dict[str, Any], compute: Callable[[], Any], *, label: str,
-                       announce: bool = True) -> Any:
-        """The cached result for `parts`, or `compute()` stored for next time (logged when `announce`)."""
+                       announce: bool = True, valid: Callable[[Any], bool] | None = None) -> Any:
+        """The cached result for `parts`, or `compute()` stored for next time (logged when `announce`).
+        A cached result that `valid` rejects (e.g. one derived from a file since damaged) is recomputed."""
         key = cache_key(parts)
-        if key in self.memo:
+        for keys in self._recorders:
+            keys.append(key)
+        if key in self.memo and (valid is None or valid(self.memo[key])):
             return self.memo[key]
         result, problem = self._read(key)
+        if result is not None and valid is not None and not valid(result):
+            result = None
         if result is None:
             if announce:
                 log.info(f"Simulating: {label}…")

@@ -60,7 +60,8 @@ def _base(block: DemoBlock, strings: Strings, measured: str, projected: str | No
 # Per-step fields the browser reads, by kind: the rest (FLOP and byte counters, token ids, the KV slice
 # that the prefill heatmap already carries) stays in the build's cache, not in the page's download.
 STEP_FIELDS = ("index", "phase", "start_ms", "end_ms", "kv_tokens", "kv_bytes", "token")
-BROWSER_STEP_FIELDS = {"conversation": STEP_FIELDS, "prefill": STEP_FIELDS, "decode": (*STEP_FIELDS, "top", "attention")}
+# The decode demo's attention weights travel once, as the rows of its attention figure.
+BROWSER_STEP_FIELDS = {"conversation": STEP_FIELDS, "prefill": STEP_FIELDS, "decode": (*STEP_FIELDS, "top")}
 CLOCK_DECIMALS = 3  # recorded times keep their order exactly (4 significant digits could tie two tokens)
 
 
@@ -75,8 +76,6 @@ def browser_trace(trace: dict[str, Any], kind: str) -> dict[str, Any]:
                 kept[clock] = round(kept[clock], CLOCK_DECIMALS)
         if "top" in kept:
             kept["top"] = round_floats(kept["top"])
-        if "attention" in kept:
-            kept["attention"] = {**kept["attention"], "weights": round_floats(kept["attention"]["weights"])}
         steps.append(kept)
     return {**{key: value for key, value in trace.items() if key not in ("steps", "kv_slice")}, "steps": steps}
 

@@ -130,11 +130,18 @@ class DemoSite:
                  "sweep": m.settings.name, "demo_code": _demo_code_hash()}
 
         def build() -> dict[str, Any]:
-            demo = kinds.BUILDERS[block.kind](block, m, self.strings)
+            with m.cache.recording() as used:
+                demo = kinds.BUILDERS[block.kind](block, m, self.strings)
             content = json.dumps(demo.data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-            return {"content": content, "context": {k: v for k, v in demo.context.items() if k != "strings"}}
+            return {"content": content, "context": {k: v for k, v in demo.context.items() if k != "strings"},
+                    "depends_on": sorted(set(used))}
 
-        built = m.cache.get_or_compute(parts, build, label=f"{block.kind} demo ({self.lang})", announce=False)
+        def sound(built: dict[str, Any]) -> bool:
+            # A damaged simulation file under a cached demo is still found, reported and recomputed.
+            return not any([m.cache.damaged(key) for key in built.get("depends_on", [])])
+
+        built = m.cache.get_or_compute(parts, build, label=f"{block.kind} demo ({self.lang})", announce=False,
+                                       valid=sound)
         return built["content"], {**built["context"], "strings": self.strings}
 
     # -- on_page_markdown -------------------------------------------------------------------------

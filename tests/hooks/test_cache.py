@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hooks.demos.blocks import Limits, parse_blocks, validate
-from hooks.demos.cache import ResultCache, source_hash
+from hooks.demos.cache import ResultCache, cache_key, source_hash
 from hooks.demos.kinds import BUILDERS
 from hooks.demos.measurements import SWEEP_SETTINGS, Measurements
 
@@ -149,3 +149,25 @@ def test_the_quick_and_full_sweeps_are_cached_separately(measurements, simulator
     full = Measurements(simulator, measurements.cache, measurements.code_hash, SWEEP_SETTINGS["full"])
     full.sweep()
     assert simulator.calls == ["sweep", "sweep"]
+
+
+def test_a_damaged_input_under_a_cached_derived_result_is_still_reported_and_recomputed(tmp_path: Path, caplog):
+    memo: dict = {}
+    cache = ResultCache(tmp_path, memo=memo)
+
+    def derive():
+        with cache.recording() as used:
+            value = cache.get_or_compute({"what": "trace"}, lambda: {"tokens": 3}, label="trace")
+        return {"demo": value["tokens"], "depends_on": used}
+
+    def sound(entry):
+        return not any([cache.damaged(key) for key in entry["depends_on"]])
+
+    cache.get_or_compute({"what": "demo"}, derive, label="demo", valid=sound)
+    trace_file = cache.path_for(cache_key({"what": "trace"}))
+    trace_file.write_bytes(trace_file.read_bytes()[:-5])
+    fresh = ResultCache(tmp_path, memo={})
+    with caplog.at_level(logging.WARNING):
+        fresh.get_or_compute({"what": "demo"}, derive, label="demo", valid=sound)
+    assert any(trace_file.name in r.getMessage() for r in caplog.records)
+    assert not ResultCache(tmp_path, memo={}).damaged(cache_key({"what": "trace"}))

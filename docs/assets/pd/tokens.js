@@ -2,14 +2,19 @@
 import { h, setClass, setText, tokenChip } from "./dom.js";
 import { answerPieces } from "./stage.js";
 
-/** The prompt's tokenizer pieces as chips; `set(phase)` lights them ("reading" during prefill, "cached" after). */
-export function promptView(tokens, partialLabel = null) {
+/**
+ * The prompt's tokenizer pieces as chips; `set(phase)` lights them ("reading" during prefill, "cached"
+ * after). Screen readers (and copy/find) get the prompt as one text, not piece by piece.
+ */
+export function promptView(tokens, partialLabel = null, text = null) {
   const chips = tokens.map((token) => {
     const chip = tokenChip(token);
+    chip.setAttribute("aria-hidden", "true");
     if (token.partial && partialLabel) chip.title = partialLabel;
     return chip;
   });
-  const node = h("p", { class: "pd-prompt" }, ...chips);
+  const whole = text ?? tokens.map((token) => token.text ?? "").join("");
+  const node = h("p", { class: "pd-prompt" }, h("span", { class: "pd-visually-hidden", text: whole }), ...chips);
   return {
     node,
     set(phase) {

@@ -15,7 +15,7 @@ export function mount(demo, data, { reducedMotion }) {
   const decodeMs = steps.map((step) => (step.phase === "decode" ? step.end_ms - step.start_ms : 0));
   decodeMs.forEach((ms, i) => { if (i) decodeMs[i] += decodeMs[i - 1]; });
 
-  const prompt = promptView(promptTokens(data));
+  const prompt = promptView(promptTokens(data), null, data.prompt?.text);
   const answer = answerView(steps, trace.answer, text("common.waiting"));
   const phase = phaseBadge(text);
   const elapsed = h("span", { class: "pd-elapsed" });

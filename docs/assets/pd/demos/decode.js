@@ -107,6 +107,11 @@ export function mount(demo, data, { reducedMotion }) {
   );
 
   const promptLength = trace.prompt?.tokens?.length || 0;
+  // Attention of the step that produced token `count`: row count-2 of the heatmap (one row per decode
+  // step; the build ships the weights once, in the figure), or the trace's own copy if it has one.
+  const attentionRows = figures.attention?.data?.[0]?.z || [];
+  const weightsOf = (count) => steps[count - 1].attention?.weights
+    || (count >= 2 ? (attentionRows[count - 2] || []).filter((weight) => weight !== null) : null);
   let shownChips = 0;
   let weighted = [];
 
@@ -118,7 +123,7 @@ export function mount(demo, data, { reducedMotion }) {
     chips.forEach((chip, i) => setClass(chip, "pd-token--next", count > 0 && i === visible - 1));
     for (const chip of weighted) chip.style.removeProperty("--pd-attention");
     weighted = [];
-    const weights = count > 0 ? steps[count - 1].attention?.weights : null;
+    const weights = count > 0 ? weightsOf(count) : null;
     if (!weights?.length) return;
     const peak = Math.max(...weights) || 1;
     weights.forEach((weight, i) => {

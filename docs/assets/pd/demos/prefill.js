@@ -39,7 +39,7 @@ export function mount(demo, data, { reducedMotion }) {
   const ticks = ticksOf(steps);
   const prefillStep = trace.steps[0];
 
-  const prompt = promptView(promptTokens(data), text("prefill.partial_token"));
+  const prompt = promptView(promptTokens(data), text("prefill.partial_token"), data.prompt?.text);
   const answer = answerView(steps, trace.answer, text("common.waiting"));
   const phase = phaseBadge(text);
   const tokens = readout(text("common.prompt_tokens"));
