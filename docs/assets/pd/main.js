@@ -1,8 +1,8 @@
 // Entry point, loaded on every page: finds the demo placeholders and, when one nears the viewport,
-// imports its module and fetches its data. Pages without demos load nothing more. A demo already in
-// view when the page loads keeps its static fallback until the reader engages with the page, so
-// loading never shifts what the reader is looking at. Charts load later still (charts.js).
-import { isEngaged, whenEngaged } from "./engagement.js";
+// imports its module and fetches its data. Pages without demos load nothing more. Each demo keeps its
+// static fallback until the reader engages with the page (scroll, pointer, key, touch): loading a page
+// builds no demo and shifts nothing. Charts load later still (charts.js).
+import { whenEngaged } from "./engagement.js";
 import { afterPaint } from "./schedule.js";
 
 const KINDS = new Set(["conversation", "prefill", "decode", "timeline", "roofline", "recap"]);
@@ -14,11 +14,6 @@ function showError(demo, error) {
   if (stage) stage.textContent = "";
   // The static fallback stays visible; the error goes to the console for the author.
   console.error(`prefill-decode demo ${demo.id || ""}:`, error);
-}
-
-function inView(element) {
-  const box = element.getBoundingClientRect();
-  return box.bottom > 0 && box.top < window.innerHeight;
 }
 
 async function mount(demo) {
@@ -33,7 +28,7 @@ async function mount(demo) {
     ]);
     if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
     const data = await response.json();
-    if (!isEngaged() && inView(demo)) await whenEngaged();
+    await whenEngaged();
     await afterPaint(); // building the stage is a task of its own, not one with the fetch
     const reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
     module.mount(demo, data, { reducedMotion });
