@@ -90,6 +90,8 @@ def _build_without_strict(config: Path, out: Path) -> subprocess.CompletedProces
 def test_a_corrupt_or_truncated_cache_file_is_reported_and_recomputed(tmp_path: Path) -> None:
     config = make_project(tmp_path / "project", own_cache=True)
     project = config.parent
+    # Start empty, so every cached file is one this build reads (not a leftover of older code).
+    shutil.rmtree(project / ".cache" / "traces", ignore_errors=True)
     build_site(tmp_path / "fill", config_file=config, extra_env={"PD_SWEEP": "quick"})
     files = _cache_files(project)
     assert len(files) >= 2, "expected the build to cache its simulations under .cache/traces/"
@@ -107,7 +109,7 @@ def test_a_corrupt_or_truncated_cache_file_is_reported_and_recomputed(tmp_path: 
     assert "WARNING" in log
     # Recomputed and stored again: both files are whole and the next build is clean and silent.
     again = build_site(tmp_path / "again", config_file=config, extra_env={"PD_SWEEP": "quick"})
-    assert "corrupt" not in again.log.lower() and "Simulating" not in again.log
+    assert "WARNING" not in again.log and "Simulating" not in again.log
     for trace in (tmp_path / "site" / "assets" / "traces").glob("*.json"):
         json.loads(trace.read_text(encoding="utf-8"))  # everything served parses
 
