@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import gzip
+import os
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -32,8 +34,35 @@ def headers_for(path: str, rules: list[tuple[str, list[tuple[str, str]]]]) -> di
     return chosen
 
 
+# What a static host compresses: text formats; images and fonts go as they are.
+COMPRESSIBLE = {".html", ".css", ".js", ".json", ".svg", ".xml", ".txt", ".map"}
+
+
 class _Handler(SimpleHTTPRequestHandler):
     rules: list[tuple[str, list[tuple[str, str]]]] = []
+    _gzipped: dict[str, bytes] = {}
+
+    def do_GET(self) -> None:
+        """Serve text files gzipped when the browser accepts it, as a static host or CDN would."""
+        path = self.translate_path(self.path)
+        if os.path.isdir(path):
+            path = os.path.join(path, "index.html")
+        accepts_gzip = "gzip" in self.headers.get("Accept-Encoding", "")
+        if not (accepts_gzip and os.path.splitext(path)[1] in COMPRESSIBLE and os.path.isfile(path)
+                and self.path.split("?", 1)[0].endswith(("/", os.path.splitext(path)[1]))):
+            super().do_GET()
+            return
+        if path not in self._gzipped:
+            with open(path, "rb") as source:
+                self._gzipped[path] = gzip.compress(source.read(), compresslevel=6, mtime=0)
+        body = self._gzipped[path]
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(path))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Vary", "Accept-Encoding")
+        self.end_headers()
+        self.wfile.write(body)
 
     def end_headers(self) -> None:
         path = self.path.split("?", 1)[0].split("#", 1)[0]
@@ -51,7 +80,7 @@ class StaticServer:
     def __init__(self, root: Path) -> None:
         headers_file = root / "_headers"
         rules = parse_headers_file(headers_file.read_text(encoding="utf-8")) if headers_file.exists() else []
-        handler = type("Handler", (_Handler,), {"rules": rules})
+        handler = type("Handler", (_Handler,), {"rules": rules, "_gzipped": {}})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
