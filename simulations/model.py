@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .config import FLOAT32_BYTES, ModelConfig
-from .parallel import for_each
+from .parallel import for_each, for_row_blocks
 
 F32 = np.float32
 # Largest attention score block (bytes) built at once: prefill processes queries in chunks so a
@@ -113,8 +113,13 @@ def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
 
 
 def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    """y = x @ W.T (+ b). One row (decode) uses matrix-vector order, which streams W once."""
-    y = (w @ x[0])[None, :] if x.shape[0] == 1 else x @ w.T
+    """y = x @ W.T (+ b). One row (decode) uses matrix-vector order, which streams W once;
+    many rows (prefill) split into one block of rows per core."""
+    if x.shape[0] == 1:
+        y = (w @ x[0])[None, :]
+    else:
+        y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
+        for_row_blocks(lambda rows: np.matmul(x[rows], w.T, out=y[rows]), x.shape[0])
     if b is not None:
         y += b
     return y
@@ -143,18 +148,19 @@ def rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, style: str) -> np.ndar
     """Rotate (T, heads, hd) query/key vectors by their positions (rotary position embedding)."""
     hd = x.shape[-1]
     if style == "interleaved":  # pairs (0,1), (2,3), ...
-        x0, x1 = x[..., 0::2], x[..., 1::2]
+        first, second = np.s_[..., 0::2], np.s_[..., 1::2]
     elif style == "half":  # pairs (i, i + hd/2), the NeoX / Hugging Face layout
-        x0, x1 = x[..., : hd // 2], x[..., hd // 2 :]
+        first, second = np.s_[..., : hd // 2], np.s_[..., hd // 2 :]
     else:
         raise ValueError(f"unknown rope style {style!r}")
     out = np.empty_like(x)
-    if style == "interleaved":
-        out[..., 0::2] = x0 * cos - x1 * sin
-        out[..., 1::2] = x0 * sin + x1 * cos
-    else:
-        out[..., : hd // 2] = x0 * cos - x1 * sin
-        out[..., hd // 2 :] = x0 * sin + x1 * cos
+
+    def rotate(rows: slice) -> None:  # each pair (a, b) -> (a cos - b sin, a sin + b cos)
+        a, b, c, s = x[rows][first], x[rows][second], cos[rows], sin[rows]
+        out[rows][first] = a * c - b * s
+        out[rows][second] = a * s + b * c
+
+    for_row_blocks(rotate, x.shape[0])  # every token rotates on its own: rows split across cores
     return out
 
 
@@ -217,8 +223,12 @@ def mlp(x: np.ndarray, layer: LayerWeights) -> np.ndarray:
     """SwiGLU: down(silu(gate(x)) * up(x))."""
     gate_up = linear(x, layer.w_gate_up)  # (T, 2 d_ff)
     d_ff = gate_up.shape[1] // 2
-    hidden = silu(gate_up[:, :d_ff])
-    hidden *= gate_up[:, d_ff:]
+    hidden = np.empty((x.shape[0], d_ff), dtype=F32)
+
+    def gate(rows: slice) -> None:
+        np.multiply(silu(gate_up[rows, :d_ff]), gate_up[rows, d_ff:], out=hidden[rows])
+
+    for_row_blocks(gate, x.shape[0])  # element-wise per token: rows split across cores
     return linear(hidden, layer.w_down)
 
 

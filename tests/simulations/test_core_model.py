@@ -54,6 +54,19 @@ def test_prefill_in_query_blocks_matches_one_block(tiny, monkeypatch):
     assert whole.shape == (50, config.vocab_size)
 
 
+def test_prefill_split_into_row_blocks_matches_one_block(tiny, monkeypatch):
+    """Projections, RoPE and the MLP run on blocks of tokens, one per core: same function."""
+    import simulations.parallel as P
+
+    config, weights = tiny.config, tiny.weights
+    ids = prompt_ids(45)  # odd: the blocks differ in size
+    monkeypatch.setattr(P, "MIN_ROWS_PER_BLOCK", 10**6)
+    whole = prefill(weights, config, ids, KVCache.empty(config, 45), all_logits=True)
+    monkeypatch.setattr(P, "MIN_ROWS_PER_BLOCK", 4)
+    split = prefill(weights, config, ids, KVCache.empty(config, 45), all_logits=True)
+    np.testing.assert_allclose(whole, split, atol=TOLERANCE)
+
+
 def test_prefill_after_a_cached_prefix_continues_the_sequence(tiny):
     config, weights = tiny.config, tiny.weights
     ids = prompt_ids(30)
