@@ -81,3 +81,16 @@ export function phaseOf(state) {
   if (state.count === 0) return state.t > 0 || state.playing ? "prefill" : "ready";
   return "decode";
 }
+
+/**
+ * One frame of a prompt-and-answer stage, the same in every demo that has one: the phase badge, the
+ * prompt chips (lit while prefill reads them, then cached), the answer so far, the clock and the TTFT.
+ */
+export function renderTurn({ phase, prompt, answer, elapsed, ttft }, state, { text, format, ticks }) {
+  const current = phaseOf(state);
+  phase.set(current);
+  prompt.set(current === "prefill" ? "reading" : state.count > 0 ? "cached" : "idle");
+  answer.set(state.count);
+  setText(elapsed, text("common.elapsed", { ms: format.ms(state.t) }));
+  setText(ttft.value, state.count > 0 ? format.ms(ticks[0]) : "–");
+}

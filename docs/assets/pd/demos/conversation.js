@@ -3,7 +3,7 @@
 import { h, meter, setText } from "../dom.js";
 import { createPlayer } from "../player.js";
 import { keysHint, prepareStage, promptTokens, readout, shownSteps, ticksOf } from "../stage.js";
-import { answerView, phaseBadge, phaseOf, promptView } from "../tokens.js";
+import { answerView, phaseBadge, promptView, renderTurn } from "../tokens.js";
 
 export function mount(demo, data, { reducedMotion }) {
   const { stage, text, format } = prepareStage(demo, data, { focusable: true });
@@ -41,12 +41,7 @@ export function mount(demo, data, { reducedMotion }) {
     reducedMotion,
     describe: () => answer.shownText() || text("common.waiting"),
     render(state) {
-      const current = phaseOf(state);
-      phase.set(current);
-      prompt.set(current === "prefill" ? "reading" : state.count > 0 ? "cached" : "idle");
-      answer.set(state.count);
-      setText(elapsed, text("common.elapsed", { ms: format.ms(state.t) }));
-      setText(ttft.value, state.count > 0 ? format.ms(ticks[0]) : "–");
+      renderTurn({ phase, prompt, answer, elapsed, ttft }, state, { text, format, ticks });
       // TPS as the build reports it: 1000 / mean decode-step time of the steps shown so far.
       const decoded = state.count - 1;
       setText(rate.value, decoded > 0 ? `${format.number((decoded * 1000) / decodeMs[state.count - 1])} tok/s` : "–");

@@ -5,7 +5,7 @@ import { h, meter, setText } from "../dom.js";
 import { createChart, sliderIndex } from "../charts.js";
 import { createPlayer } from "../player.js";
 import { keysHint, prepareStage, promptTokens, readout, shownSteps, ticksOf } from "../stage.js";
-import { answerView, phaseBadge, phaseOf, promptView } from "../tokens.js";
+import { answerView, phaseBadge, promptView, renderTurn } from "../tokens.js";
 
 /** The heatmap frame for a token count: "empty"/"full" if the figure has them, else one per token. */
 function heatmapFrame(chart, count) {
@@ -84,12 +84,7 @@ export function mount(demo, data, { reducedMotion }) {
     describe: (state) => (state.count > 0
       ? `${text("common.first_token_at", { ms: format.ms(ticks[0]) })} ${answer.shownText()}` : text("common.waiting")),
     render(state) {
-      const current = phaseOf(state);
-      phase.set(current);
-      prompt.set(current === "prefill" ? "reading" : state.count > 0 ? "cached" : "idle");
-      answer.set(state.count);
-      setText(elapsed, text("common.elapsed", { ms: format.ms(state.t) }));
-      setText(ttft.value, state.count > 0 ? format.ms(ticks[0]) : "–");
+      renderTurn({ phase, prompt, answer, elapsed, ttft }, state, { text, format, ticks });
       const step = state.count > 0 ? steps[state.count - 1] : null;
       const bytes = step ? step.kv_bytes : 0;
       // This prompt's cache is drawn to the scale of the model's weights, which sit in the same memory.
