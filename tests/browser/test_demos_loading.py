@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.test_demos import PAGE_OF_KIND, TIMEOUT_MS, engage, open_demo
+from tests.browser.test_demos import CHART_KINDS, PAGE_OF_KIND, TIMEOUT_MS, engage, open_demo
 
 pytestmark = pytest.mark.browser
 
@@ -36,8 +36,9 @@ def test_the_attention_heatmap_starts_blank_and_fills_as_tokens_are_decoded(open
     chart.scroll_into_view_if_needed()
     page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(), timeout=TIMEOUT_MS)
     # The player reveals rows by a mask over the rows not decoded yet (no heatmap redraw per token).
-    mask = "el => { const s = el.querySelector('.js-plotly-plot').layout.shapes?.[0]; " \
-           "return s && s.visible !== false ? s.y0 : null; }"
+    # Where the visible mask starts (null: none; "several" would be masks of earlier steps left behind).
+    mask = "el => { const shown = (el.querySelector('.js-plotly-plot').layout.shapes || [])" \
+           ".filter(s => s.visible !== false); return shown.length > 1 ? 'several' : shown[0]?.y0 ?? null; }"
     assert page.evaluate(mask, chart.element_handle()) == -0.5  # nothing decoded: every row hidden
     demo.locator("[data-pd-stage]").focus()
     page.keyboard.press("ArrowRight")
@@ -45,6 +46,35 @@ def test_the_attention_heatmap_starts_blank_and_fills_as_tokens_are_decoded(open
     page.wait_for_function(f"el => ({mask})(el) === 0.5", arg=chart.element_handle(), timeout=TIMEOUT_MS)
     page.keyboard.press("End")
     page.wait_for_function(f"el => ({mask})(el) === null", arg=chart.element_handle(), timeout=TIMEOUT_MS)
+    page.wait_for_timeout(300)
+    assert page.evaluate(mask, chart.element_handle()) is None  # every row shows: no stale mask left
+    log.assert_clean()
+
+
+def test_hovering_rows_not_decoded_yet_shows_no_attention_weights(open_page):
+    """The mask hides the rows ahead of the player; their hover labels would give them away."""
+    page, log, demo = open_demo(open_page, "", "decode", query="")
+    chart = demo.locator(".pd-chart").first
+    chart.scroll_into_view_if_needed()
+    page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(), timeout=TIMEOUT_MS)
+    hover_label = chart.locator(".hoverlayer .hovertext")
+
+    def hover_first_row() -> int:
+        """Point at position 0 of step 1 (the y axis runs top-down); how many hover labels show."""
+        chart.scroll_into_view_if_needed()
+        area = chart.locator(".nsewdrag").first.bounding_box()
+        x, y = area["x"] + 6, area["y"] + 4
+        page.mouse.move(x - 8, y)
+        page.mouse.move(x, y)
+        page.wait_for_timeout(250)
+        return hover_label.count()
+
+    assert hover_first_row() == 0  # nothing decoded: the whole matrix is masked
+    demo.locator("[data-pd-stage]").focus()
+    page.keyboard.press("End")
+    page.wait_for_function("el => (el.querySelector('.js-plotly-plot').layout.shapes || [])"
+                           ".every(s => s.visible === false)", arg=chart.element_handle(), timeout=TIMEOUT_MS)
+    assert hover_first_row() == 1  # every row decoded: the weights are the reader's to inspect
     log.assert_clean()
 
 
@@ -67,6 +97,23 @@ def test_plotly_play_buttons_never_cover_the_slider_label(open_page, width, kind
     for button in buttons:
         assert not boxes_overlap(button, label), (button, label)
         assert not boxes_overlap(button, rail), (button, rail)
+    log.assert_clean()
+
+
+@pytest.mark.parametrize("lang", ["", "en/"])
+@pytest.mark.parametrize("kind", CHART_KINDS)
+def test_chart_titles_and_legends_fit_inside_their_chart_on_a_phone(open_page, lang, kind):
+    """Plotly never wraps text: on a 375 px screen a long title or legend entry takes two lines, not cut off."""
+    page, log, demo = open_demo(open_page, lang, kind, query="", viewport={"width": 375, "height": 800})
+    for chart in demo.locator(".pd-chart").all():
+        chart.scroll_into_view_if_needed()
+        engage(page, chart)
+        page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(), timeout=TIMEOUT_MS)
+        svg = chart.locator(".main-svg").first.bounding_box()
+        for part in [chart.locator(".gtitle").first, *chart.locator(".legend").all()]:
+            box = part.bounding_box()
+            assert box["x"] >= svg["x"] - 1 and box["x"] + box["width"] <= svg["x"] + svg["width"] + 1, \
+                (part.text_content(), box, svg)
     log.assert_clean()
 
 

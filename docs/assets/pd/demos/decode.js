@@ -2,7 +2,7 @@
 // every cached position (real weights) shows under the tokens; the top-5 candidates with their
 // probabilities, the chosen one marked; a chart of ms/token with the KV cache against full recompute.
 import { h, setAttr, setClass, setText, tokenChip } from "../dom.js";
-import { createChart, sliderIndex } from "../charts.js";
+import { MASK, createChart, sliderIndex } from "../charts.js";
 import { createPlayer } from "../player.js";
 import { keysHint, prepareStage, readout, shownSteps, ticksOf } from "../stage.js";
 import { answerView, phaseBadge, phaseOf } from "../tokens.js";
@@ -30,11 +30,13 @@ function revealRows(figure) {
   const rows = figure.data?.[0]?.z?.length || 0;
   return (name, { background }) => {
     const shownRows = name === null ? rows : name === "empty" ? 0 : Number(name.slice(5)) + 1;
+    // The whole shapes array: Plotly reads {"shapes[0]": {...}} as "insert a shape", so the masks of
+    // earlier steps would pile up under the new one and keep rows hidden.
     const relayout = {
-      "shapes[0]": {
+      shapes: [{
         type: "rect", xref: "paper", yref: "y", x0: 0, x1: 1, y0: shownRows - 0.5, y1: rows - 0.5,
-        fillcolor: background, line: { width: 0 }, layer: "above", visible: shownRows < rows,
-      },
+        fillcolor: background, line: { width: 0 }, layer: "above", visible: shownRows < rows, name: MASK,
+      }],
     };
     const index = sliderIndex(figure, name);
     if (index >= 0) relayout["sliders[0].active"] = index;
