@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from hooks.demos.figures.common import animation_controls, base_layout, to_dict
 from hooks.demos.strings import Strings
 
+MASK_SHAPE = "pd-mask"  # decode.js and charts.js find the mask by this name
 MAX_FRAMES = 64  # frames hold the whole matrix; beyond this, keep every k-th step (and the last)
 
 
@@ -71,6 +72,10 @@ def attention(trace: dict[str, Any], strings: Strings, source: str) -> dict[str,
                          **animation_controls(names, [strings["decode.frame_empty"], *(str(i + 1) for i in frames)],
                                               strings, prefix=strings["decode.slider_prefix"]))
     figure.layout.sliders[0].active = 0
+    # The mask the page's player moves over the rows not decoded yet (decode.js; hidden until then).
+    # Shipped with the figure so each step changes its attributes, which Plotly redraws alone.
+    figure.add_shape(type="rect", xref="paper", yref="y", x0=0, x1=1, y0=-0.5, y1=len(rows) - 0.5,
+                     fillcolor="rgba(0,0,0,0)", line={"width": 0}, layer="above", visible=False, name=MASK_SHAPE)
     # Fixed ranges: rows and columns appear in place as frames add them.
     figure.update_xaxes(title_text=strings["decode.axis_position"], range=[-0.5, width - 0.5])
     figure.update_yaxes(title_text=strings["decode.axis_step"], range=[len(rows) - 0.5, -0.5],
