@@ -24,3 +24,26 @@ def name_search_dialog(html: str) -> str:
         return html
     named = _SEARCH_DIALOG.replace('role="dialog"', f'role="dialog" aria-label="{placeholder.group(1)}"')
     return html.replace(_SEARCH_DIALOG, named, 1)
+
+
+_TABLE = re.compile(r"<table>(.*?)</table>", re.S)
+_EMPTY_CORNER = re.compile(r"<thead>\s*<tr>\s*<th(?: [^>]*)?></th>", re.S)
+_HEADER_CELL = re.compile(r"<th(?= |>)(?! scope=)")
+_FIRST_BODY_CELL = re.compile(r"(<tr>\s*)<td((?: [^>]*)?)>(.*?)</td>", re.S)
+
+
+def label_table_rows(html: str) -> str:
+    """A Markdown table whose top-left header cell is empty compares things row by row: its first column
+    names each row. Mark those cells as row headers (and the header row's cells as column headers), so
+    a screen reader announces "Decode, limited by: memory bandwidth" rather than a bare cell."""
+
+    def label(table: re.Match[str]) -> str:
+        inner = table.group(1)
+        if not _EMPTY_CORNER.search(inner):
+            return table.group(0)
+        head, separator, body = inner.partition("<tbody>")
+        head = _HEADER_CELL.sub('<th scope="col"', head)
+        body = _FIRST_BODY_CELL.sub(r'\1<th scope="row"\2>\3</th>', body)
+        return f"<table>{head}{separator}{body}</table>"
+
+    return _TABLE.sub(label, html)
