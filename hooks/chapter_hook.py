@@ -71,5 +71,9 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
     return markdown.replace(_CHAPTER_LIST, f'<div class="pd-chapter-list" markdown>\n\n{chapter_list}\n\n</div>')
 
 
+def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    return label_table_rows(html)
+
+
 def on_post_page(output: str, *, page: Page, config: MkDocsConfig) -> str:
-    return label_table_rows(name_search_dialog(drop_head_alternates(output)))
+    return name_search_dialog(drop_head_alternates(output))

@@ -30,11 +30,17 @@ def test_a_page_that_is_only_loaded_fetches_no_chart_library_and_draws_nothing(o
     log.assert_clean()
 
 
-def test_the_attention_heatmap_starts_blank_and_fills_as_tokens_are_decoded(open_page):
+def drawn_attention_chart(open_page):
+    """The decode chapter with its demo live and the attention heatmap drawn: (page, log, demo, chart)."""
     page, log, demo = open_demo(open_page, "", "decode", query="")
     chart = demo.locator(".pd-chart").first
     chart.scroll_into_view_if_needed()
     page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(), timeout=TIMEOUT_MS)
+    return page, log, demo, chart
+
+
+def test_the_attention_heatmap_starts_blank_and_fills_as_tokens_are_decoded(open_page):
+    page, log, demo, chart = drawn_attention_chart(open_page)
     # The player reveals rows by a mask over the rows not decoded yet (no heatmap redraw per token).
     # Where the visible mask starts (null: none; "several" would be masks of earlier steps left behind).
     mask = "el => { const shown = (el.querySelector('.js-plotly-plot').layout.shapes || [])" \
@@ -53,10 +59,7 @@ def test_the_attention_heatmap_starts_blank_and_fills_as_tokens_are_decoded(open
 
 def test_hovering_rows_not_decoded_yet_shows_no_attention_weights(open_page):
     """The mask hides the rows ahead of the player; their hover labels would give them away."""
-    page, log, demo = open_demo(open_page, "", "decode", query="")
-    chart = demo.locator(".pd-chart").first
-    chart.scroll_into_view_if_needed()
-    page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(), timeout=TIMEOUT_MS)
+    page, log, demo, chart = drawn_attention_chart(open_page)
     hover_label = chart.locator(".hoverlayer .hovertext")
 
     def hover_first_row() -> int:

@@ -72,8 +72,8 @@ def attention(trace: dict[str, Any], strings: Strings, source: str) -> dict[str,
                          **animation_controls(names, [strings["decode.frame_empty"], *(str(i + 1) for i in frames)],
                                               strings, prefix=strings["decode.slider_prefix"]))
     figure.layout.sliders[0].active = 0
-    # The mask the page's player moves over the rows not decoded yet (decode.js; hidden until then).
-    # Shipped with the figure so each step changes its attributes, which Plotly redraws alone.
+    # The mask the page's player keeps over the rows not decoded yet (decode.js; hidden until then).
+    # Shipped with the figure so every step can swap it for the next one (insert new, remove old).
     figure.add_shape(type="rect", xref="paper", yref="y", x0=0, x1=1, y0=-0.5, y1=len(rows) - 0.5,
                      fillcolor="rgba(0,0,0,0)", line={"width": 0}, layer="above", visible=False, name=MASK_SHAPE)
     # Fixed ranges: rows and columns appear in place as frames add them.
