@@ -26,22 +26,72 @@ def test_page_loads_cleanly_and_is_screenshotted(open_page, screenshot_dir, path
     log.assert_clean()
 
 
+PALETTE_BUTTON = "form[data-pd-palette] label:visible"
+
+
+def _scheme(page) -> str:
+    return page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+
+
 @pytest.mark.parametrize("path", ["", "en/prefill/"])
 def test_palette_toggle_switches_between_light_and_dark(open_page, path):
     page, log = open_page(path, color_scheme="light")
-
-    def scheme() -> str:
-        return page.evaluate("document.body.getAttribute('data-md-color-scheme')")
-
-    seen = {scheme()}
+    seen = [_scheme(page)]
     for _ in range(3):  # follow system → light → dark → follow system
-        page.locator("form[data-md-component=palette] label:visible").first.click()
-        seen.add(scheme())
-    assert {"default", "slate"} <= seen
+        page.locator(PALETTE_BUTTON).click()
+        seen.append(_scheme(page))
+    assert seen == ["default", "default", "slate", "default"]
+    assert page.locator(PALETTE_BUTTON).count() == 1
+    log.assert_clean()
+
+
+def test_palette_choice_is_kept_on_the_next_page(open_page, site_url):
+    page, log = open_page("en/", color_scheme="light")
+    page.locator(PALETTE_BUTTON).click()  # light
+    page.locator(PALETTE_BUTTON).click()  # dark
+    page.goto(site_url + "en/decode/")
+    assert _scheme(page) == "slate"
+    # The button shown is the one that leads on from dark (back to following the system).
+    assert page.locator(PALETTE_BUTTON).get_attribute("for") == "__palette_0"
+    assert page.evaluate("document.querySelector('meta[name=color-scheme]').content") == "dark"
+    log.assert_clean()
+
+
+def test_palette_is_operable_from_the_keyboard(open_page):
+    page, log = open_page("en/", color_scheme="light")
+    page.locator("#__palette_0").focus()
+    page.keyboard.press("Enter")  # → light
+    page.keyboard.press("Enter")  # → dark
+    assert _scheme(page) == "slate"
+    assert page.evaluate("document.activeElement.id") == "__palette_2"
+    page.keyboard.press("ArrowRight")  # a radio group's own keys work too: → follow the system
+    assert _scheme(page) == "default"
     log.assert_clean()
 
 
 def test_dark_system_preference_is_followed(open_page):
     page, log = open_page("en/decode/", color_scheme="dark")
-    assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == "slate"
+    assert _scheme(page) == "slate"
+    log.assert_clean()
+
+
+def test_palette_is_applied_before_any_script_file_runs(browser, site_url):
+    """A dark system gets the dark page at its first paint: no script file is needed (none loads here)."""
+    context = browser.new_context(color_scheme="dark")
+    try:
+        page = context.new_page()
+        page.route("**/*.js", lambda route: route.abort())
+        page.goto(site_url + "prefill/")
+        assert _scheme(page) == "slate"
+        assert page.locator(PALETTE_BUTTON).count() == 1
+    finally:
+        context.close()
+
+
+def test_following_the_system_follows_it_live(open_page):
+    page, log = open_page("en/", color_scheme="light")
+    page.wait_for_load_state("networkidle")  # palette.js is bound
+    page.emulate_media(color_scheme="dark")
+    page.wait_for_function("document.body.getAttribute('data-md-color-scheme') === 'slate'")
+    assert page.evaluate("document.querySelector('meta[name=theme-color]').content") != ""
     log.assert_clean()
