@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import markdown
 
-from hooks.page_markup import label_table_rows
+from hooks.page_markup import defer_theme_script, label_table_rows
 
 COMPARISON = """
 |  | Prefill | Decode |
@@ -40,3 +40,12 @@ def test_aligned_columns_keep_their_style():
     html = label_table_rows(render(COMPARISON.replace("| --- | --- | --- |", "| :-- | :-: | --: |")))
     assert '<th scope="row" style="text-align: left;">Limited by</th>' in html
     assert '<td style="text-align: right;">memory bandwidth</td>' in html
+
+
+def test_materials_script_is_deferred_and_nothing_else_changes():
+    page = ('<script src="../assets/javascripts/bundle.a5f9d56c.min.js"></script>\n'
+            '<script src="../assets/pd/main.js" type="module"></script>')
+    deferred = defer_theme_script(page)
+    assert '<script src="../assets/javascripts/bundle.a5f9d56c.min.js" defer></script>' in deferred
+    assert '<script src="../assets/pd/main.js" type="module"></script>' in deferred
+    assert defer_theme_script(deferred) == deferred
