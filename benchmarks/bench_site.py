@@ -174,12 +174,14 @@ def bench_weight(browser: Any, url: str, paths: list[str]) -> list[Row]:
 # ---- Lighthouse ------------------------------------------------------------------------------------
 
 
-def lighthouse(url: str, form_factor: str) -> dict[str, Any]:
+def lighthouse(url: str, form_factor: str, cpu_slowdown: float | None = None) -> dict[str, Any]:
     command = [str(LIGHTHOUSE), url, "--output=json", "--output-path=stdout", "--quiet",
                "--throttling-method=devtools", "--only-categories=performance,accessibility,best-practices",
                '--chrome-flags=--headless --no-sandbox --disable-gpu']
     if form_factor == "desktop":
         command.append("--preset=desktop")
+    if cpu_slowdown is not None:
+        command.append(f"--throttling.cpuSlowdownMultiplier={cpu_slowdown:.2f}")
     env = {**os.environ, "CHROME_PATH": CHROMIUM}
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     if result.returncode != 0 or not result.stdout.strip():
@@ -187,32 +189,83 @@ def lighthouse(url: str, form_factor: str) -> dict[str, Any]:
     return json.loads(result.stdout)
 
 
-def bench_lighthouse(url: str, paths: list[str]) -> list[Row]:
-    rows = []
+def calibrated_slowdown(benchmark_index: float) -> float:
+    """The CPU slowdown that makes this host emulate Lighthouse's mid-tier phone.
+
+    Lighthouse's default 4x assumes a high-end desktop host (benchmarkIndex 1500-2000); on a slower
+    host it emulates a slower phone than intended. Its docs (docs/throttling.md, "Calibrating the CPU
+    slowdown") send you to its calculator, whose anchors are: index 150 -> 1x, 800 -> 2x, 1300 -> 3x,
+    then one more x per 233 (1533 -> 4x)."""
+    if benchmark_index >= 1300:
+        return 3 + (benchmark_index - 1300) / 233
+    if benchmark_index >= 800:
+        return 2 + (benchmark_index - 800) / 500
+    if benchmark_index >= 150:
+        return 1 + (benchmark_index - 150) / 650
+    return 1.0
+
+
+def scores_of(report: dict[str, Any]) -> dict[str, int]:
+    return {key: round(100 * (category["score"] or 0)) for key, category in report["categories"].items()}
+
+
+def with_one_retry(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Lighthouse now and then loses its trace (NO_NAVSTART) on a busy host: one more try."""
+    try:
+        return run()
+    except RuntimeError:
+        return run()
+
+
+def median_report(url: str, form_factor: str, runs: int, cpu_slowdown: float | None = None) -> dict[str, Any]:
+    """Lighthouse's own advice on variance: run several times and keep the median run (by performance)."""
+    reports = [with_one_retry(lambda: lighthouse(url, form_factor, cpu_slowdown)) for _ in range(runs)]
+    reports.sort(key=lambda report: scores_of(report)["performance"])
+    return reports[len(reports) // 2]
+
+
+def lighthouse_rows(report: dict[str, Any], name: str, gated: bool = True) -> list[Row]:
+    scores = scores_of(report)
+    audits = report["audits"]
+    performance_ok = scores["performance"] >= 95 if gated else None
+    rows = [
+        row("lighthouse performance", scores["performance"], "", "≥ 95" if gated else "", performance_ok, page=name),
+        row("lighthouse accessibility", scores["accessibility"], "", "100", scores["accessibility"] == 100,
+            page=name),
+        row("lighthouse best practices", scores["best-practices"], "", "100", scores["best-practices"] == 100,
+            page=name),
+        row("  total blocking time", audits["total-blocking-time"]["numericValue"], "ms", page=name),
+        row("  largest contentful paint", audits["largest-contentful-paint"]["numericValue"], "ms", page=name),
+    ]
+    failing = [key for key, audit in audits.items()
+               if audit.get("score") is not None and audit["score"] < 0.9
+               and audit.get("scoreDisplayMode") in ("binary", "numeric", "metricSavings")]
+    if failing and any(r["ok"] is False for r in rows[:3]):
+        rows.append(row("  failing audits", None, "", page=f"{name}: {', '.join(failing[:8])}"))
+    return rows
+
+
+def bench_lighthouse(url: str, paths: list[str], runs: int) -> list[Row]:
+    """Per page: mobile at the calibrated CPU slowdown (median of `runs`, the target), mobile at the
+    default 4x (one run, shown for reference, not a target on a host slower than Lighthouse assumes)
+    and desktop (median of `runs`)."""
+    calibration = [with_one_retry(lambda: lighthouse(url, "mobile")) for _ in range(runs)]
+    benchmark_index = statistics.median(report["environment"]["benchmarkIndex"] for report in calibration)
+    slowdown = calibrated_slowdown(benchmark_index)
+    rows = [row("lighthouse host benchmarkIndex", benchmark_index, "", page=f"median of {runs} runs"),
+            row("lighthouse calibrated CPU slowdown", slowdown, "×", page="Lighthouse's calculator")]
     for path in paths:
-        for form_factor in ("mobile", "desktop"):
-            name = f"/{path} ({form_factor})"
+        for label, form_factor, cpu_slowdown, count in (
+                (f"mobile, {slowdown:.1f}× CPU", "mobile", slowdown, runs),
+                ("mobile, default 4× CPU", "mobile", None, 1),
+                ("desktop", "desktop", None, runs)):
+            name = f"/{path} ({label})"
             try:
-                report = lighthouse(url + path, form_factor)
+                report = median_report(url + path, form_factor, count, cpu_slowdown)
             except (RuntimeError, subprocess.TimeoutExpired) as error:
-                rows.append(row("lighthouse", None, "", "ran", False, page=f"{name}: {error}"))
+                rows.append(row("lighthouse", None, "", "ran", False, page=f"{name}: {str(error)[:160]}"))
                 continue
-            scores = {key: round(100 * (category["score"] or 0)) for key, category in report["categories"].items()}
-            audits = report["audits"]
-            failing_audits = [key for key, audit in audits.items()
-                              if audit.get("score") is not None and audit["score"] < 0.9
-                              and audit.get("scoreDisplayMode") in ("binary", "numeric", "metricSavings")]
-            rows += [
-                row("lighthouse performance", scores["performance"], "", "≥ 95", scores["performance"] >= 95, page=name),
-                row("lighthouse accessibility", scores["accessibility"], "", "100", scores["accessibility"] == 100,
-                    page=name),
-                row("lighthouse best practices", scores["best-practices"], "", "100",
-                    scores["best-practices"] == 100, page=name),
-                row("  total blocking time", audits["total-blocking-time"]["numericValue"], "ms", page=name),
-                row("  largest contentful paint", audits["largest-contentful-paint"]["numericValue"], "ms", page=name),
-            ]
-            if failing_audits and any(r["ok"] is False for r in rows[-5:-2]):
-                rows.append(row("  failing audits", None, "", page=f"{name}: {', '.join(failing_audits[:8])}"))
+            rows += lighthouse_rows(report, name, gated=cpu_slowdown is not None or form_factor == "desktop")
     return rows
 
 
@@ -326,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="warm and plain builds each (median)")
     parser.add_argument("--languages", default="zh", help="zh, en or zh,en: which pages to weigh and audit")
     parser.add_argument("--docs", type=Path, help="build this docs folder instead of the repo's docs/")
+    parser.add_argument("--lighthouse-runs", type=int, default=3, help="Lighthouse runs per page and form factor (median)")
     args = parser.parse_args(argv)
     if args.docs:
         global DOCS
@@ -366,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
             if "lighthouse" not in skip:
                 if LIGHTHOUSE.exists():
                     log("running Lighthouse…")
-                    rows += bench_lighthouse(server.url, paths)
+                    rows += bench_lighthouse(server.url, paths, args.lighthouse_runs)
                 else:
                     rows.append(row("lighthouse", None, "", page="not installed: cd .ci && npm ci"))
     if args.json:
