@@ -23,15 +23,9 @@ def axe_source() -> str:
     return AXE.read_text(encoding="utf-8")
 
 
-# The chapters' prose skips rendering while off screen (content-visibility: auto, site.css); axe measures
-# colour contrast only on rendered text, so every block is rendered for the check.
-RENDER_ALL = ".md-content__inner > * { content-visibility: visible !important; }"
-
-
 def run_axe(page, axe_source: str) -> list[dict]:
     """axe-core's violations on the page. page.evaluate runs outside the page's CSP, unlike a <script>."""
     if not page.evaluate("() => typeof window.axe === 'object'"):
-        page.add_style_tag(content=RENDER_ALL)
         page.evaluate(axe_source)
     return page.evaluate("""async () => {
         const result = await axe.run(document, {resultTypes: ['violations']});
