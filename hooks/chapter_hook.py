@@ -17,7 +17,7 @@ from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
 from hooks.chapters import article_reading_minutes, chapter_number, chapters_of
-from hooks.page_markup import defer_theme_script, drop_head_alternates, label_table_rows, name_search_dialog
+from hooks.page_markup import drop_head_alternates, label_table_rows, load_theme_script_on_engagement, name_search_dialog
 from hooks.parity import parity_problems
 
 log = get_plugin_logger(__name__)
@@ -76,4 +76,4 @@ def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files
 
 
 def on_post_page(output: str, *, page: Page, config: MkDocsConfig) -> str:
-    return defer_theme_script(name_search_dialog(drop_head_alternates(output)))
+    return load_theme_script_on_engagement(name_search_dialog(drop_head_alternates(output)))

@@ -95,3 +95,42 @@ def test_following_the_system_follows_it_live(open_page):
     page.wait_for_function("document.body.getAttribute('data-md-color-scheme') === 'slate'")
     assert page.evaluate("document.querySelector('meta[name=theme-color]').content") != ""
     log.assert_clean()
+
+
+# Material exposes its observables on window once its script has started.
+# Functions, not bare expressions: Playwright evaluates those with eval(), which the page's CSP forbids.
+MATERIAL_STARTED = "() => typeof window.component$ === 'object'"
+SEARCH_OPEN = "() => document.getElementById('__search').checked"
+SEARCH_RESULTS = ".md-search-result__item"
+
+
+def test_materials_script_waits_for_the_readers_first_gesture(open_page):
+    page, log = open_page("prefill/", wait_until="networkidle")
+    page.wait_for_timeout(300)
+    assert not page.evaluate(MATERIAL_STARTED)
+    # The page is marked as scripted from the start, so Material's search field is there at first paint.
+    assert page.evaluate("document.documentElement.className") == "js"
+    assert page.locator(".md-search__input").is_visible()
+    page.mouse.move(300, 400)
+    page.wait_for_function(MATERIAL_STARTED)
+    log.assert_clean()
+
+
+@pytest.mark.parametrize("path", ["prefill/", "en/decode/"])
+def test_a_first_key_press_of_slash_opens_search(open_page, path):
+    page, log = open_page(path, wait_until="networkidle")
+    page.keyboard.press("/")  # the gesture that starts Material, replayed to it once it runs
+    page.wait_for_function(SEARCH_OPEN)
+    page.wait_for_function("() => document.activeElement.classList.contains('md-search__input')")
+    page.keyboard.type("KV")
+    page.locator(SEARCH_RESULTS).first.wait_for()
+    log.assert_clean()
+
+
+def test_tapping_the_search_button_first_on_a_phone_opens_a_working_search(open_page):
+    page, log = open_page("en/ttft-tps/", viewport={"width": 390, "height": 800}, wait_until="networkidle")
+    page.locator("label.md-header__button[for=__search]").click()
+    page.locator(".md-search__input").click()
+    page.keyboard.type("cache")
+    page.locator(SEARCH_RESULTS).first.wait_for()
+    log.assert_clean()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import markdown
 
-from hooks.page_markup import defer_theme_script, label_table_rows
+from hooks.page_markup import label_table_rows, load_theme_script_on_engagement
 
 COMPARISON = """
 |  | Prefill | Decode |
@@ -42,10 +42,12 @@ def test_aligned_columns_keep_their_style():
     assert '<td style="text-align: right;">memory bandwidth</td>' in html
 
 
-def test_materials_script_is_deferred_and_nothing_else_changes():
+def test_materials_script_becomes_a_prefetch_for_the_first_gesture_and_nothing_else_changes():
     page = ('<script src="../assets/javascripts/bundle.a5f9d56c.min.js"></script>\n'
             '<script src="../assets/pd/main.js" type="module"></script>')
-    deferred = defer_theme_script(page)
-    assert '<script src="../assets/javascripts/bundle.a5f9d56c.min.js" defer></script>' in deferred
-    assert '<script src="../assets/pd/main.js" type="module"></script>' in deferred
-    assert defer_theme_script(deferred) == deferred
+    changed = load_theme_script_on_engagement(page)
+    assert ('<link rel="prefetch" href="../assets/javascripts/bundle.a5f9d56c.min.js" as="script" '
+            'data-pd-theme-script>') in changed
+    assert "<script src=\"../assets/javascripts/bundle" not in changed
+    assert '<script src="../assets/pd/main.js" type="module"></script>' in changed
+    assert load_theme_script_on_engagement(changed) == changed

@@ -1,7 +1,8 @@
 // The reader's first gesture. Heavy work (the chart library, drawing charts) waits for it, so loading a
 // page stays light: a reader who only reads pays for nothing they do not use. Scrolling, a wheel, a
-// pointer, a key or a touch all count; pressing a demo's control is one of them.
-const GESTURES = ["scroll", "wheel", "pointerdown", "pointermove", "keydown", "touchstart"];
+// pointer, a key or a touch all count; pressing a demo's control is one of them. So do a click and a
+// focus change, which are all a screen reader may send when its reader activates or enters a control.
+const GESTURES = ["scroll", "wheel", "pointerdown", "pointermove", "keydown", "touchstart", "click", "focusin"];
 const OPTIONS = { capture: true, passive: true };
 
 let engaged = false;

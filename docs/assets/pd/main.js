@@ -1,10 +1,12 @@
 // Entry point, loaded on every page: binds the palette toggle, finds the demo placeholders and, when
 // one nears the viewport, imports its module and fetches its data. Each demo keeps its static fallback
 // until the reader engages with the page (scroll, pointer, key, touch): loading a page builds no demo
-// and shifts nothing. Charts load later still (charts.js).
+// and shifts nothing. Charts load later still (charts.js); Material's own script waits for the same
+// gesture (theme.js).
 import { whenEngaged } from "./engagement.js";
 import { afterPaint } from "./schedule.js";
 import "./palette.js";
+import "./theme.js";
 
 const KINDS = new Set(["conversation", "prefill", "decode", "timeline", "roofline", "recap"]);
 const NEAR_VIEW = "600px 0px";
