@@ -134,3 +134,27 @@ def test_tapping_the_search_button_first_on_a_phone_opens_a_working_search(open_
     page.keyboard.type("memory")
     page.locator(SEARCH_RESULTS).first.wait_for()
     log.assert_clean()
+
+
+PHONE = {"width": 412, "height": 823}
+# Every layout shift while the page loads, including those Chromium flags as following input: under a
+# test's viewport emulation it flags the shifts of the first frames so, which would hide them all.
+RECORD_SHIFTS = """window.__pdShifts = [];
+new PerformanceObserver((list) => { for (const entry of list.getEntries()) window.__pdShifts.push(
+  { value: entry.value, nodes: entry.sources.map((s) => s.node ? s.node.nodeName + '.' + s.node.className : '?') }); })
+  .observe({ type: 'layout-shift', buffered: true });"""
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_loading_a_page_on_a_phone_moves_nothing_the_reader_sees(browser, site_url, path):
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2)
+    try:
+        page = context.new_page()
+        page.add_init_script(RECORD_SHIFTS)
+        page.goto(site_url + path, wait_until="networkidle")
+        page.wait_for_timeout(500)
+        shifts = page.evaluate("window.__pdShifts")
+        # Good is under 0.1; the header's buttons settling as it is parsed cost ~0.002.
+        assert sum(shift["value"] for shift in shifts) < 0.01, shifts
+    finally:
+        context.close()
