@@ -37,6 +37,18 @@ COMMON_HEADERS: tuple[tuple[str, str], ...] = (
 )
 
 
+# Material names these files after a hash of their content, so a new version is a new URL: a browser
+# may keep them a year without asking again. Among them is the script prefetched at load and run at
+# the reader's first gesture (assets/pd/theme.js), which then comes from the cache. Other assets keep
+# the host's default: their names do not change with their content.
+FINGERPRINTED_ASSETS: tuple[str, ...] = (
+    "/assets/stylesheets/*",
+    "/assets/javascripts/bundle.*",
+    "/assets/javascripts/workers/*",
+)
+CACHE_FOR_A_YEAR = ("Cache-Control", "public, max-age=31536000, immutable")
+
+
 def content_security_policy(script_hashes: Iterable[str]) -> str:
     """The CSP header value for a page whose inline scripts have these `'sha256-…'` hashes."""
     hashes = sorted(set(script_hashes))

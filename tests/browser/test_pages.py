@@ -113,6 +113,12 @@ def test_materials_script_waits_for_the_readers_first_gesture(open_page):
     assert page.locator(".md-search__input").is_visible()
     page.mouse.move(300, 400)
     page.wait_for_function(MATERIAL_STARTED)
+    # It was prefetched at load and comes from the cache (the _headers file lets browsers keep it).
+    sizes = page.evaluate("""() => performance.getEntriesByType('resource')
+        .filter((entry) => entry.name.includes('/assets/javascripts/bundle.'))
+        .map((entry) => [entry.initiatorType, entry.transferSize])""")
+    assert sizes[0][0] == "link" and sizes[0][1] > 0
+    assert sizes[1:] == [["script", 0]]
     log.assert_clean()
 
 

@@ -56,6 +56,18 @@ def test_each_page_rule_carries_that_pages_hashes_and_the_catch_all_their_union(
     assert headers_for("/assets/x.js", rules)["X-Content-Type-Options"] == "nosniff"
 
 
+def test_only_materials_fingerprinted_assets_are_cached_for_a_year() -> None:
+    rules = parse_headers_file(render_headers_file({"index.html": []}))
+    a_year = "public, max-age=31536000, immutable"
+    for fingerprinted in ["/assets/javascripts/bundle.a5f9d56c.min.js", "/assets/stylesheets/main.57a0d79d.min.css",
+                          "/assets/javascripts/workers/search.a7633da7.min.js"]:
+        assert headers_for(fingerprinted, rules).get("Cache-Control") == a_year, fingerprinted
+    # Same name whatever the content: the host's default caching, so a rebuild reaches the reader.
+    for named in ["/", "/en/decode/", "/assets/pd/main.js", "/assets/vendor/plotly.min.js", "/search/search_index.json",
+                  "/assets/javascripts/lunr/min/lunr.zh.min.js", "/assets/traces/decode-zh-1db92f1ba1d2.json"]:
+        assert "Cache-Control" not in headers_for(named, rules), named
+
+
 # ---- the built site --------------------------------------------------------------------------------
 
 
