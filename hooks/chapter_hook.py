@@ -17,7 +17,12 @@ from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
 from hooks.chapters import article_reading_minutes, chapter_number, chapters_of
-from hooks.page_markup import drop_head_alternates, label_table_rows, load_theme_script_on_engagement, name_search_dialog
+from hooks.page_markup import (
+    drop_head_alternates,
+    label_table_rows,
+    load_theme_script_on_engagement,
+    name_search_dialog,
+)
 from hooks.parity import parity_problems
 
 log = get_plugin_logger(__name__)

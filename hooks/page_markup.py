@@ -31,10 +31,11 @@ _THEME_SCRIPT = re.compile(r'<script src="([^"]*assets/javascripts/bundle\.[0-9a
 
 def load_theme_script_on_engagement(html: str) -> str:
     """Turn Material's script tag into a prefetch link that assets/pd/theme.js runs at the reader's first
-    gesture. What it drives (search, its shortcuts, code-copy buttons, back-to-top, the table of
-    contents following the reader) waits for a gesture anyway, but starting it with the page cost a
-    phone two long tasks (~200 ms at Lighthouse's mobile CPU); prefetched, it is ready when wanted."""
-    return _THEME_SCRIPT.sub(r'<link rel="prefetch" href="\1" as="script" data-pd-theme-script>', html, count=1)
+    gesture. What it drives (search and its shortcuts, back-to-top, the table of contents following the
+    reader) waits for a gesture anyway, but starting it with the page cost a phone two long tasks
+    (~200 ms at Lighthouse's mobile CPU); prefetched, it is ready when wanted."""
+    link = r'<link rel="prefetch" href="\1" as="script" data-pd-theme-script>'
+    return _THEME_SCRIPT.sub(link, html, count=1)
 
 
 _TABLE = re.compile(r"<table>(.*?)</table>", re.S)

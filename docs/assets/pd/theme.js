@@ -1,6 +1,6 @@
 // Material's own script runs at the reader's first gesture instead of with the page. What it drives
-// (search and its keyboard shortcuts, code-copy buttons, back-to-top, the table of contents following
-// the reader) is only ever used after a gesture, but starting it with the page cost a phone two long
+// (search and its keyboard shortcuts, back-to-top, the table of contents following the reader) is
+// only ever used after a gesture, but starting it with the page cost a phone two long
 // tasks. The build turns its <script> into a prefetch link (hooks/page_markup.py), so the file is
 // already in the cache when the gesture comes.
 import { whenEngaged } from "./engagement.js";
@@ -28,7 +28,8 @@ if (link) {
     const script = document.createElement("script");
     script.src = link.href;
     script.addEventListener("load", startMaterial, { once: true });
-    script.addEventListener("error", () => window.removeEventListener("keydown", rememberKey, true), { once: true });
+    const stopRemembering = () => window.removeEventListener("keydown", rememberKey, true);
+    script.addEventListener("error", stopRemembering, { once: true });
     document.body.append(script);
   });
 }
