@@ -146,8 +146,10 @@ PHONE = {"width": 412, "height": 823}
 # Every layout shift while the page loads, including those Chromium flags as following input: under a
 # test's viewport emulation it flags the shifts of the first frames so, which would hide them all.
 RECORD_SHIFTS = """window.__pdShifts = [];
-new PerformanceObserver((list) => { for (const entry of list.getEntries()) window.__pdShifts.push(
-  { value: entry.value, nodes: entry.sources.map((s) => s.node ? s.node.nodeName + '.' + s.node.className : '?') }); })
+new PerformanceObserver((list) => { for (const entry of list.getEntries()) window.__pdShifts.push({
+  value: entry.value,
+  inHeader: entry.sources.every((s) => s.node && (s.node.closest ? s.node : s.node.parentElement)?.closest('header')),
+  nodes: entry.sources.map((s) => s.node ? s.node.nodeName + '.' + s.node.className : '?') }); })
   .observe({ type: 'layout-shift', buffered: true });"""
 
 
@@ -160,7 +162,10 @@ def test_loading_a_page_on_a_phone_moves_nothing_the_reader_sees(browser, site_u
         page.goto(site_url + path, wait_until="networkidle")
         page.wait_for_timeout(500)
         shifts = page.evaluate("window.__pdShifts")
-        # Good is under 0.1; the header's buttons settling as it is parsed cost ~0.002.
-        assert sum(shift["value"] for shift in shifts) < 0.01, shifts
+        # Good is under 0.1. Nothing below the header moves. The header's buttons may settle once if the
+        # browser paints before the whole header is parsed: ~0.001, rare since the palette script runs
+        # after the header (it ran inside it and caused 0.002 at every load).
+        assert [shift for shift in shifts if not shift["inHeader"]] == []
+        assert sum(shift["value"] for shift in shifts) < 0.005, shifts
     finally:
         context.close()

@@ -1,5 +1,5 @@
 // The palette toggle's behaviour (the page's palette is already applied by the inline script in
-// overrides/partials/javascripts/palette.html, which this reuses as window.__pdPalette). A click on the
+// overrides/partials/palette-apply.html, which this reuses as window.__pdPalette). A click on the
 // button, the arrow keys or Enter choose the next palette; the choice is stored under Material's
 // key, so every page applies it before it is painted; "follow the system" follows it live.
 const palette = window.__pdPalette;
