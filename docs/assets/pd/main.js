@@ -1,8 +1,7 @@
 // Entry point, loaded on every page: binds the palette toggle, finds the demo placeholders and, when
 // one nears the viewport, imports its module and fetches its data. Each demo keeps its static fallback
-// until the reader engages with the page (scroll, pointer, key, touch): loading a page builds no demo
-// and shifts nothing. Charts load later still (charts.js); Material's own script waits for the same
-// gesture (theme.js).
+// until the reader's first gesture (engagement.js): loading a page builds no demo and shifts nothing.
+// Charts load later still (charts.js); Material's own script waits for the same gesture (theme.js).
 import { whenEngaged } from "./engagement.js";
 import { afterPaint } from "./schedule.js";
 import "./palette.js";

@@ -1,8 +1,8 @@
 // Material's own script runs at the reader's first gesture instead of with the page. What it drives
 // (search and its keyboard shortcuts, back-to-top, the table of contents following the reader) is
-// only ever used after a gesture, but starting it with the page cost a phone two long
-// tasks. The build turns its <script> into a prefetch link (hooks/page_markup.py), so the file is
-// already in the cache when the gesture comes.
+// only ever used after a gesture, but starting it with the page cost a phone two long tasks. The build
+// turns its <script> into a prefetch link (hooks/page_markup.py), so the file is already in the cache
+// when the gesture comes.
 import { whenEngaged } from "./engagement.js";
 
 const link = document.querySelector("link[data-pd-theme-script]");
@@ -15,8 +15,12 @@ function rememberKey(event) {
   earlyKeys.push({ key, code, location, shiftKey, altKey, ctrlKey, metaKey, repeat, cancelable: true });
 }
 
-function startMaterial() {
+function stopRemembering() {
   window.removeEventListener("keydown", rememberKey, true);
+}
+
+function startMaterial() {
+  stopRemembering();
   // Material starts on DOMContentLoaded, which the page has passed.
   document.dispatchEvent(new Event("DOMContentLoaded"));
   for (const init of earlyKeys.splice(0)) window.dispatchEvent(new KeyboardEvent("keydown", init));
@@ -28,7 +32,6 @@ if (link) {
     const script = document.createElement("script");
     script.src = link.href;
     script.addEventListener("load", startMaterial, { once: true });
-    const stopRemembering = () => window.removeEventListener("keydown", rememberKey, true);
     script.addEventListener("error", stopRemembering, { once: true });
     document.body.append(script);
   });
