@@ -19,6 +19,7 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 
+from hooks import claims
 from hooks.demos import assets, blocks, inline_figures, kinds, render
 from hooks.demos.blocks import DemoBlock, Limits
 from hooks.demos.cache import ResultCache, source_hash
@@ -87,7 +88,8 @@ class DemoSite:
         """Parse, validate and compute every demo of this language's pages; return the files to add."""
         self.lang = str(config.theme.get("language") or "en")
         default_lang = getattr(config.plugins.get("i18n"), "default_language", None) or self.lang
-        self.strings = load_strings(Path(config.docs_dir), self.lang, default_lang, self.project_dir)
+        strings = load_strings(Path(config.docs_dir), self.lang, default_lang, self.project_dir)
+        self.strings = claims.resolve_strings(strings, self.project_dir, self.figures())
         pages = []
         for file in files.documentation_pages():
             source = file.content_string
@@ -99,6 +101,7 @@ class DemoSite:
             for page in pages:
                 for block in page.blocks:
                     blocks.validate(block, limits)
+                    claims.resolve_note(block, self.figures())
             for page in pages:
                 new_files += self._build_page(page, config)
         self.pages = {page.src_path: page for page in pages}
@@ -149,6 +152,7 @@ class DemoSite:
         demos = self.pages.get(self.shown_path(page.file))
         if demos is None:
             return markdown
+        markdown = claims.resolve_page(markdown, demos.source, demos.src_path, self.figures(demos.readouts))
         markdown = self._replace_blocks(markdown, demos, page)
         return self._replace_figures(markdown, demos)
 
@@ -168,14 +172,14 @@ class DemoSite:
 
     def _replace_figures(self, markdown: str, demos: PageDemos) -> str:
         m, strings = self.measurements, self.strings
-        resolver = inline_figures.FigureResolver(self.lang, self.global_values, demos.readouts)
+        resolver = self.figures(demos.readouts)
         # Titles are built on first use: a page without figure references never triggers the sweep.
         titles = {"measured": lambda: kinds.measured_source(m.sweep()["machine_info"], m.simulator.model_name,
                                                             strings),
                   "projected": lambda: strings["common.projected_note"]}
         return inline_figures.replace_figures(markdown, demos.source, demos.src_path, resolver, titles)
 
-    def global_values(self) -> dict[str, Any]:
-        m = self.measurements
-        return {"sweep": m.sweep, "roofline": m.roofline, "projections": m.projections,
-                "model": m.simulator.model_summary, "machine": lambda: m.sweep()["machine_info"]}
+    def figures(self, page_readouts: dict[str, dict[str, Any]] | None = None) -> inline_figures.FigureResolver:
+        """Figures for this language: the global measurements, and the page's demos' readouts if on a page."""
+        return inline_figures.FigureResolver(self.lang, inline_figures.figure_sources(self.measurements),
+                                             page_readouts)

@@ -6,16 +6,14 @@ import pytest
 from mkdocs.exceptions import PluginError
 
 from hooks.demos import formatting as fmt
-from hooks.demos.inline_figures import FigureResolver, find_refs, replace_figures
+from hooks.demos.inline_figures import FigureResolver, figure_sources, find_refs, replace_figures
 
 PAGE_READOUTS = {"conversation": {"prompt_tokens": 1234, "answer_tokens": 48, "ttft_ms": 261.4,
                                   "decode_ms_per_token": 34.12, "tps": 29.3}}
 
 
 def resolver(measurements, lang: str = "en", page=PAGE_READOUTS) -> FigureResolver:
-    m = measurements
-    return FigureResolver(lang, lambda: {"sweep": m.sweep, "roofline": m.roofline, "projections": m.projections,
-                                         "model": m.simulator.model_summary, "machine": m.simulator.machine}, page)
+    return FigureResolver(lang, figure_sources(measurements), page)
 
 
 TITLES = {"measured": lambda: "Measured on Test CPU", "projected": lambda: "Projected <from specs>"}
@@ -30,8 +28,13 @@ def fill(text: str, measurements, lang: str = "en", source: str | None = None) -
 def test_numbers_use_units_and_thousands_separators_in_both_languages(lang):
     assert fmt.ms(1234.5, lang) == "1,234 ms" and fmt.ms(34.12, lang) == "34.1 ms" and fmt.ms(0.26, lang) == "0.26 ms"
     assert fmt.tps(29.31, lang) == "29.3 tok/s" and fmt.percent(0.523, lang) == "52%"
-    assert fmt.percent(0.012, lang) == "1.2%" and fmt.times(45.2, lang) == "45.2×"
+    assert fmt.percent(0.012, lang) == "1.2%"
     assert fmt.nbytes(1_572_864, lang) == "1.57 MB" and fmt.params(134_515_008, lang) == "135M"
+
+
+def test_times_reads_bei_in_chinese_and_a_times_sign_in_english():
+    assert fmt.times(23.94, "zh") == "23.9 倍" and fmt.times(23.94, "en") == "23.9×"
+    assert fmt.times(32.0, "zh") == "32 倍" and fmt.times(102.4, "en") == "102×"
 
 
 def test_page_figures_come_from_the_page_demo(measurements):
