@@ -104,6 +104,8 @@ def _check_phrasing(condition: str, text: str, line: int, resolver: FigureResolv
 def _figure_problem(name: str, error: LookupError) -> str:
     """The lookup error, or, for `figure.attr`, the attribute access it really is."""
     base, arg = parse_ref(name)
+    if arg and any(operator in arg for operator in "<>=!*+"):
+        return f"{error.args[0]} (an operator after an @ARG needs a space before it) — allowed: {ALLOWED}"
     for known in (*GLOBAL_NAMES, *PAGE_NAMES):
         if arg is None and base.startswith(known + "."):
             return (f"attribute access ({base[len(known):]} after {known}), which conditions do not allow — "

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from hooks.authoring import AuthoringMistake, mistake
 from hooks.claims.check import ClaimCheck, check_claim
 from hooks.claims.syntax import find_claims
+from hooks.demos.blocks import DemoBlock
 from hooks.demos.inline_figures import FigureResolver, figure_error, find_refs
+from hooks.demos.strings import Strings
 
 
 @dataclass
@@ -111,7 +112,7 @@ def _line_offset(markdown: str, source: str) -> int:
     return in_source[0].line - in_markdown[0].line
 
 
-def resolve_note(block: Any, resolver: FigureResolver) -> None:
+def resolve_note(block: DemoBlock, resolver: FigureResolver) -> None:
     """Resolve the claims of a demo block's `note:` in place (reported at the note's line)."""
     note = block.options.get("note")
     if not isinstance(note, str) or "{%" not in note:
@@ -140,7 +141,7 @@ def value_lines(path: Path) -> dict[str, int]:
     return lines
 
 
-def resolve_strings(strings: Any, project_dir: Path, resolver: FigureResolver) -> Any:
+def resolve_strings(strings: Strings, project_dir: Path, resolver: FigureResolver) -> Strings:
     """The same `Strings` with the claims of every value resolved (reported at the value's YAML line;
     `strings.path` is relative to `project_dir`)."""
     if not any("{%" in value for value in strings.values.values()):
@@ -149,4 +150,4 @@ def resolve_strings(strings: Any, project_dir: Path, resolver: FigureResolver) -
     values = {key: resolve_text(value, strings.path, resolver, mistakes, first_line=lines.get(key, 1))
               if "{%" in value else value for key, value in strings.values.items()}
     mistakes.raise_found()
-    return type(strings)(strings.lang, strings.path, values)
+    return Strings(strings.lang, strings.path, values)

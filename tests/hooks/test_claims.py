@@ -107,6 +107,7 @@ def test_a_text_figure_in_a_condition_is_a_clear_error(measurements):
     ("cores > 1", "names 'cores', which is not a figure"),
     ("sweep.tps@128 ** 2 > 1", "uses the operator **"),
     ("[1][0] > 0", "uses a subscript"),
+    ("sweep.tps@128>1", "an operator after an @ARG needs a space before it"),
     ("sweep.tps@128", "is a number, not true or false"),
     ("1 / (sweep.tps@128 - sweep.tps@128) > 0", "divides by zero"),
 ])
