@@ -56,13 +56,12 @@ def _shift(check: ClaimCheck, lines: int) -> ClaimCheck:
 
 
 def resolve_text(text: str, path: str, resolver: FigureResolver, mistakes: Mistakes, first_line: int = 1,
-                 checks: list[ClaimCheck] | None = None, check_refs: bool = False) -> str:
+                 check_refs: bool = False) -> str:
     """`text` with each claim replaced by its phrasing that holds (figure references left for the figure
     pass); every mistake reported to `mistakes`. With `check_refs`, the `{{ }}` references of the phrasings
     not printed are checked too, so a wrong name cannot wait for the day its phrasing is chosen."""
-    checks = checks_in(text, resolver, first_line) if checks is None else checks
     pieces, position = [], 0
-    for check in checks:
+    for check in checks_in(text, resolver, first_line):
         pieces.append(text[position:check.claim.start])
         replacement = ""
         for line, message in check.errors:
