@@ -274,6 +274,10 @@ class FigureResolver:
         if arg not in rows:
             raise LookupError(f"no published measurement {arg!r} (known: {', '.join(sorted(rows)) or 'none'})")
         row = rows[arg]
+        field = "source" if key == "source" else key
+        if field not in row:
+            raise LookupError(f"the projections' validation rows have no {field!r} (simulations.projections.validate "
+                              "gives published_tps, bound_tps, fraction and source)")
         source = row["source"]
         cited = f"{source.get('title', '')} {source.get('url', '')}".strip()
         if key == "bound_tps":

@@ -162,6 +162,10 @@ def test_published_measurements_by_id_with_their_source_as_the_title():
     assert (source.value, source.text) == (None, "llama.cpp discussion #4167")
     with pytest.raises(LookupError, match=r"no published measurement 'nope' \(known: llama-2-7b/apple-m2-ultra"):
         figures.figure("pub.fraction@nope")
+    old_keys = [{**VALIDATION[0], "measured_tps": 94.27}]
+    del old_keys[0]["published_tps"]
+    with pytest.raises(LookupError, match="validation rows have no 'published_tps'"):
+        fake_resolver([], old_keys).figure(f"pub.published_tps@{rid}")
 
 
 def projection_rows(**extra) -> list[dict]:
