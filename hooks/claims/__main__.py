@@ -52,7 +52,8 @@ def table(found: list[FoundClaim]) -> str:
         mark = "holds" if record["holds"] else "FAILS"
         lines.append(f"{mark}  {record['file']}:{record['line']}  [{record['lang']}]  {record['condition']}")
         for name, figure in record["figures"].items():
-            lines.append(f"         {name} = {show_raw(figure['value'])} ({figure['text']})")
+            shown = f"text “{figure['text']}”" if figure["value"] is None else f"{show_raw(figure['value'])} ({figure['text']})"
+            lines.append(f"         {name} = {shown}")
         if record.get("error"):
             lines += [f"         {line}" for line in record["error"].split("\n")]
         elif record["text"] is not None:

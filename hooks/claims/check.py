@@ -113,10 +113,8 @@ def _figure_problem(name: str, error: LookupError) -> str:
     return figure_error(error)
 
 
-def show_raw(value: float | None) -> str:
+def show_raw(value: float) -> str:
     """A raw figure as a message shows it: 0.372, 23.9, 19142.3, 4096."""
-    if value is None:
-        return "none"
     if float(value).is_integer():
         return str(int(value))
     return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3g}"
