@@ -22,16 +22,22 @@ from hooks.demos.strings import Strings
 
 @dataclass
 class Mistakes:
-    """Reports each mistake through `mistake()` and keeps those that stop the build, to raise together."""
+    """Reports each mistake through `mistake()` and keeps those that stop the build, to raise together.
 
+    `as_text` is for labels and notes, which reach the page escaped: where `mistake()` returns an error
+    box (under `mkdocs serve`), they get the same message as plain text instead of HTML.
+    """
+
+    as_text: bool = False
     found: list[AuthoringMistake] = field(default_factory=list)
 
     def report(self, path: str, line: int | None, message: str) -> str:
         try:
-            return mistake(path, line, message)
+            shown = mistake(path, line, message)
         except AuthoringMistake as error:
             self.found.append(error)
             return ""
+        return f"⚠ {AuthoringMistake(path, line, message)}" if self.as_text else shown
 
     def raise_found(self) -> None:
         if len(self.found) == 1:
@@ -116,7 +122,7 @@ def resolve_note(block: DemoBlock, resolver: FigureResolver) -> None:
     note = block.options.get("note")
     if not isinstance(note, str) or "{%" not in note:
         return
-    mistakes = Mistakes()
+    mistakes = Mistakes(as_text=True)
     line = block.option_lines.get("note", block.line)
     block.options["note"] = resolve_text(note, block.src_path, resolver, mistakes, first_line=line)
     mistakes.raise_found()
@@ -145,7 +151,7 @@ def resolve_strings(strings: Strings, project_dir: Path, resolver: FigureResolve
     `strings.path` is relative to `project_dir`)."""
     if not any("{%" in value for value in strings.values.values()):
         return strings
-    lines, mistakes = value_lines(project_dir / strings.path), Mistakes()
+    lines, mistakes = value_lines(project_dir / strings.path), Mistakes(as_text=True)
     values = {key: resolve_text(value, strings.path, resolver, mistakes, first_line=lines.get(key, 1))
               if "{%" in value else value for key, value in strings.values.items()}
     mistakes.raise_found()

@@ -182,6 +182,14 @@ def test_a_claim_in_a_demo_note_is_resolved_and_reported_at_the_note_line(measur
         resolve_note(bad, FigureResolver("en", figure_sources(measurements), None))
 
 
+def test_under_serve_a_failing_claim_in_a_note_shows_its_message_as_text(measurements, monkeypatch):
+    monkeypatch.setattr(authoring, "show_in_page", True)
+    (block,) = parse_blocks("```demo\nkind: timeline\nnote: '{% claim sweep.tps_drop_pct > 90% %}x{% endclaim %}'\n```",
+                            PATH)
+    resolve_note(block, FigureResolver("en", figure_sources(measurements), None))
+    assert block.note.startswith(f"⚠ {PATH}:3: claim “x”: none of its conditions holds") and "<" not in block.note
+
+
 def test_a_page_figure_in_a_note_says_where_page_figures_can_be_used(measurements):
     (block,) = parse_blocks("```demo\nkind: timeline\nnote: '{% claim conversation.tps > 1 %}x{% endclaim %}'\n```",
                             PATH)
