@@ -176,15 +176,15 @@ class FigureResolver:
         return self._number(readouts[field], show)
 
     def _machine(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
+        if key in ("cpu", "cores", "date"):  # from the sweep's stamp: no roofline measured for these
+            value = g["machine"]()[key]
+            return self._number(value, fmt.count) if key == "cores" else Figure(None, str(value), "measured")
         peaks = g["roofline"]()["machine"]
         if key in ("peak_gflops", "peak_gbps"):
             return self._unit(peaks[key], "GFLOP/s" if key == "peak_gflops" else "GB/s")
         if key == "ridge":
             return self._unit(_ridge(peaks), "FLOP/byte")
-        if key == "prefill_crossover_tokens":
-            return self._number(_prefill_crossover(g["counts"], _ridge(peaks), g["max_context"]()), fmt.count)
-        value = g["machine"]()[key]
-        return self._number(value, fmt.count) if key == "cores" else Figure(None, str(value), "measured")
+        return self._number(_prefill_crossover(g["counts"], _ridge(peaks), g["max_context"]()), fmt.count)
 
     def _model(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
         model = g["model"]()
