@@ -31,7 +31,8 @@ GLOBAL_NAMES: dict[str, str] = {
     "machine.peak_gbps": "", "machine.ridge": "", "machine.prefill_crossover_tokens": "",
     "model.name": "", "model.params": "", "model.layers": "", "model.weight_mb": "",
     "sweep.ttft_ms": "N", "sweep.decode_ms": "N", "sweep.tps": "N", "sweep.prefill_util": "N",
-    "sweep.ttft_growth": "", "sweep.length_growth": "", "sweep.decode_growth": "", "sweep.prefill_work_growth": "",
+    "sweep.ttft_growth": "", "sweep.length_growth": "", "sweep.decode_growth": "", "sweep.decode_bytes_growth": "",
+    "sweep.prefill_work_growth": "",
     "sweep.tps_change_pct": "", "sweep.tps_drop_pct": "",
     "cache.cached_ms": "N", "cache.recompute_ms": "N", "cache.speedup": "N",
     "roofline.prompt_tokens": "",
@@ -202,6 +203,9 @@ class FigureResolver:
             "length_growth": lambda: self._number(last["prompt_tokens"] / first["prompt_tokens"], fmt.times),
             "decode_growth": lambda: self._number(last["decode_ms_per_token"] / first["decode_ms_per_token"],
                                                   fmt.times),
+            "decode_bytes_growth": lambda: self._number(
+                _decode_bytes(g["counts"], last["prompt_tokens"]) / _decode_bytes(g["counts"], first["prompt_tokens"]),
+                fmt.times),
             "prefill_work_growth": lambda: self._number(
                 _prefill_flops(g["counts"], last["prompt_tokens"]) / _prefill_flops(g["counts"], first["prompt_tokens"]),
                 fmt.times),
@@ -294,6 +298,12 @@ def _ridge(peaks: dict[str, Any]) -> float:
 
 def _prefill_flops(counts: Callable[..., dict[str, int]], prompt_tokens: int) -> int:
     return counts(new_tokens=prompt_tokens, past_tokens=0)["flops"]
+
+
+def _decode_bytes(counts: Callable[..., dict[str, int]], context: int) -> int:
+    """Bytes one decode step moves with `context` tokens cached: every weight, the whole KV cache, one new row."""
+    step = counts(new_tokens=1, past_tokens=context)
+    return step["weights"] + step["kv_read"] + step["kv_written"]
 
 
 def _prefill_crossover(counts: Callable[..., dict[str, int]], ridge: float, max_context: int) -> int:

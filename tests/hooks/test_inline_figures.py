@@ -127,6 +127,18 @@ def test_prefill_work_and_utilisation_come_from_the_cost_model(measurements):
     assert util.value == pytest.approx(flops[512] / (ttft_512 / 1000) / 200e9) and util.text.endswith("%")
 
 
+def test_decode_bytes_growth_counts_weights_and_the_whole_cache_from_the_cost_model(measurements):
+    counts = measurements.simulator.expected_counts
+
+    def step_bytes(context: int) -> int:
+        step = counts(new_tokens=1, past_tokens=context)
+        return step["weights"] + step["kv_read"] + step["kv_written"]
+
+    growth = figure(measurements, "sweep.decode_bytes_growth", "zh")
+    assert growth.value == pytest.approx(step_bytes(4096) / step_bytes(128)) and growth.value > 1
+    assert growth.text.endswith(" 倍")
+
+
 def test_the_ridge_and_where_prefill_crosses_it_on_the_build_machine(measurements):
     ridge = figure(measurements, "machine.ridge")
     assert (ridge.value, ridge.text) == (8.0, "8 FLOP/byte")  # 200 GFLOP/s ÷ 25 GB/s
