@@ -1,5 +1,6 @@
-"""Translation parity: every language has every page, the same demo blocks in the same order and the
-same number of headings as the reference language.
+"""Translation parity: every language has every page, the same demo blocks in the same order, the same
+generated-content markers (<!-- pd:NAME -->) in the same order and the same number of headings as the
+reference language.
 
 Run on its own:  python -m hooks.parity [DOCS_DIR] [--reference zh]
 """
@@ -17,6 +18,7 @@ import yaml
 _FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=fence)\s*$", re.S | re.M)
 _HEADING = re.compile(r"^#{1,6}\s+\S", re.M)
 _KIND = re.compile(r"^kind\s*:\s*(\S+)", re.M)
+_MARKER = re.compile(r"<!--\s*pd:([a-z0-9-]+)\s*-->")
 STRINGS_FILE = "demo-strings.yml"
 
 
@@ -24,17 +26,19 @@ STRINGS_FILE = "demo-strings.yml"
 class PageShape:
     demo_kinds: tuple[str, ...]
     headings: int
+    markers: tuple[str, ...] = ()
 
 
 def page_shape(markdown: str) -> PageShape:
-    """What must match across languages: the demo kinds in order and the heading count."""
+    """What must match across languages: the demo kinds in order, the heading count and the markers a hook
+    replaces with generated content (the reading time, a generated table…), in order."""
     kinds = []
     for fence in _FENCE.finditer(markdown):
         if fence.group("info").strip().split(" ")[0] == "demo":
             kind = _KIND.search(fence.group("body"))
             kinds.append(kind.group(1) if kind else "?")
     prose = _FENCE.sub("", markdown)
-    return PageShape(tuple(kinds), len(_HEADING.findall(prose)))
+    return PageShape(tuple(kinds), len(_HEADING.findall(prose)), tuple(_MARKER.findall(prose)))
 
 
 def language_dirs(docs_dir: Path) -> list[Path]:
@@ -83,6 +87,10 @@ def parity_problems(docs_dir: Path, reference: str = "zh") -> list[str]:
                 )
             if have.headings != want.headings:
                 problems.append(f"{page}: {have.headings} headings, but {ref_page} has {want.headings}")
+            if have.markers != want.markers:
+                problems.append(
+                    f"{page}: generated-content markers {list(have.markers)} differ from {ref_page} {list(want.markers)}"
+                )
         for extra_page in sorted(set(p.name for p in other.glob("*.md")) - set(p.name for p in ref_dir.glob("*.md"))):
             problems.append(f"{other / extra_page}: no such page in {ref_dir} (the reference language)")
         problems += _strings_problems(ref_dir, other)

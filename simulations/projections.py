@@ -236,7 +236,11 @@ def _source_ids(entry: Any) -> set[str]:
 
 
 def _cite(source_id: str, sources: dict[str, Any]) -> dict[str, str]:
-    return {"id": source_id, "title": sources[source_id]["title"], "url": sources[source_id]["url"]}
+    """A source as the output carries it: id, title, URL (and a short name for link texts, if the data has one)."""
+    cited = {"id": source_id, "title": sources[source_id]["title"], "url": sources[source_id]["url"]}
+    if "short" in sources[source_id]:
+        cited["short"] = sources[source_id]["short"]
+    return cited
 
 
 def device_sources(device_id: str) -> list[dict[str, str]]:
