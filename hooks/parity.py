@@ -1,5 +1,6 @@
 """Translation parity: every language has every page, the same demo blocks in the same order, the same
-number of headings and the same checked claims (the same conditions, in any order) as the reference language.
+number of headings, the same generated-content markers (<!-- pd:NAME -->) in the same order and the same
+checked claims (the same conditions, in any order) as the reference language.
 
 Run on its own:  python -m hooks.parity [DOCS_DIR] [--reference zh]
 """
@@ -20,6 +21,7 @@ from hooks.claims.syntax import find_claims
 _FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=fence)\s*$", re.S | re.M)
 _HEADING = re.compile(r"^#{1,6}\s+\S", re.M)
 _KIND = re.compile(r"^kind\s*:\s*(\S+)", re.M)
+_MARKER = re.compile(r"<!--\s*pd:([a-z0-9-]+)\s*-->")
 STRINGS_FILE = "demo-strings.yml"
 
 
@@ -27,12 +29,14 @@ STRINGS_FILE = "demo-strings.yml"
 class PageShape:
     demo_kinds: tuple[str, ...]
     headings: int
+    markers: tuple[str, ...] = ()
     # Each claim's conditions, whitespace folded: the words are translated, what they are checked against is not.
     claims: tuple[tuple[str, ...], ...] = ()
 
 
 def page_shape(markdown: str) -> PageShape:
-    """What must match across languages: the demo kinds in order, the heading count and the claims."""
+    """What must match across languages: the demo kinds in order, the heading count, the markers a hook
+    replaces with generated content (the reading time, a generated table…), in order, and the claims."""
     kinds = []
     for fence in _FENCE.finditer(markdown):
         if fence.group("info").strip().split(" ")[0] == "demo":
@@ -40,7 +44,7 @@ def page_shape(markdown: str) -> PageShape:
             kinds.append(kind.group(1) if kind else "?")
     prose = _FENCE.sub("", markdown)
     claims = tuple(tuple(" ".join(a.condition.split()) for a in claim.alternatives) for claim in find_claims(markdown))
-    return PageShape(tuple(kinds), len(_HEADING.findall(prose)), claims)
+    return PageShape(tuple(kinds), len(_HEADING.findall(prose)), tuple(_MARKER.findall(prose)), claims)
 
 
 def _claims_problems(page: Path, have: PageShape, ref_page: Path, want: PageShape) -> list[str]:
@@ -100,6 +104,10 @@ def parity_problems(docs_dir: Path, reference: str = "zh") -> list[str]:
                 )
             if have.headings != want.headings:
                 problems.append(f"{page}: {have.headings} headings, but {ref_page} has {want.headings}")
+            if have.markers != want.markers:
+                problems.append(
+                    f"{page}: generated-content markers {list(have.markers)} differ from {ref_page} {list(want.markers)}"
+                )
             problems += _claims_problems(page, have, ref_page, want)
         for extra_page in sorted(set(p.name for p in other.glob("*.md")) - set(p.name for p in ref_dir.glob("*.md"))):
             problems.append(f"{other / extra_page}: no such page in {ref_dir} (the reference language)")

@@ -58,6 +58,14 @@ def test_parity_reports_a_claim_the_translation_lacks_or_changes_but_not_a_reord
     ])
 
 
+def test_parity_reports_a_translation_without_a_generated_table_marker(tmp_path):
+    _write(tmp_path / "zh/projections.md", "# 推算\n\n<!-- pd:validation-summary -->\n\n<!-- pd:validation-table -->\n")
+    _write(tmp_path / "en/projections.md", "# Projections\n\n<!-- pd:validation-table -->\n")
+    problems = parity_problems(tmp_path)
+    assert problems == [f"{tmp_path / 'en/projections.md'}: generated-content markers ['validation-table'] differ "
+                        f"from {tmp_path / 'zh/projections.md'} ['validation-summary', 'validation-table']"]
+
+
 def test_parity_reports_missing_demo_strings(tmp_path):
     _write(tmp_path / "zh/index.md", "# 首页\n")
     _write(tmp_path / "en/index.md", "# Home\n")
