@@ -11,14 +11,16 @@ from overrides/pd/authoring-error.html; the rest of the page still renders, and 
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 from mkdocs.exceptions import PluginError
-from mkdocs.plugins import get_plugin_logger
 
-log = get_plugin_logger(__name__)
+# Under the "mkdocs" logger, so MkDocs prints (and counts) it; without a plugin prefix, so the line is
+# exactly what a stopped build prints.
+log = logging.getLogger("mkdocs.plugins.authoring")
 
 TEMPLATE = "authoring-error.html"
 
