@@ -142,16 +142,16 @@ class DemoSite:
         if isinstance(block, str):
             return DemoPlace([block])
         strings_box = [self.strings_mistake] if self.strings_mistake else []
-        if not self.strings.values:  # not even the default language's labels: no demo can be built
+        if strings_box and not self.strings.values:  # not even the default language's labels: no demo
             return DemoPlace(strings_box)
         try:
             content, context = self._demo_json(block)
+            markup = render.render_demo(self.templates_dir, block.kind, {
+                **context, "kind": block.kind, "lang": self.lang, "trace_url": "",
+                "demo_id": f"pd-demo-{block.kind}-{block.index + 1}"})
         except AuthoringMistake as error:  # e.g. a label the demo needs and no strings file has
             return DemoPlace([authoring.report(error)])
         page.readouts.setdefault(block.kind, json.loads(content)["readouts"])
-        markup = render.render_demo(self.templates_dir, block.kind, {
-            **context, "kind": block.kind, "lang": self.lang, "trace_url": "",
-            "demo_id": f"pd-demo-{block.kind}-{block.index + 1}"})
         return DemoPlace([*strings_box, markup], assets.demo_file(config, block.kind, self.lang, content))
 
     def _demo_json(self, block: DemoBlock) -> tuple[str, dict[str, Any]]:

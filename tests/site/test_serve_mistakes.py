@@ -90,6 +90,27 @@ def test_a_missing_label_shows_by_each_demo_of_that_language_which_still_builds(
     assert served.wait_for("en/" + CHAPTER_URL, lambda body: BOX not in body, timeout=120) is not None
 
 
+def test_a_label_no_strings_file_has_shows_in_place_of_the_demos_that_need_it(served) -> None:
+    files = [served.chapter(f"{lang}/demo-strings.yml") for lang in ("zh", "en")]
+    originals = [path.read_text(encoding="utf-8") for path in files]
+    for path, original in zip(files, originals, strict=True):
+        path.write_text(re.sub(r"^(recap:\n)  title: .*\n", r"\1", original, flags=re.M), encoding="utf-8")
+    try:
+        assert served.wait_for("summary/", lambda body: BOX in body, timeout=120) is not None, served.log()[-4000:]
+        page = fetch(served.url + "summary/") or ""
+        [message] = box_messages(page)
+        section = originals[0].split("\n").index("recap:") + 1
+        assert message.startswith(f"docs/zh/demo-strings.yml:{section}: language 'zh' has no demo string "
+                                  "'recap.title'")
+        assert 'data-pd-demo="recap"' not in page, "the demo that needs the label was built without it"
+        assert "data-pd-demo" in (fetch(served.url + CHAPTER_URL) or ""), "demos that do not need it stopped"
+    finally:
+        for path, original in zip(files, originals, strict=True):
+            path.write_text(original, encoding="utf-8")
+    assert served.wait_for("summary/", lambda body: BOX not in body and "data-pd-demo" in body,
+                           timeout=120) is not None
+
+
 @pytest.mark.browser
 def test_in_the_open_tab_the_box_appears_within_seconds_and_the_fixed_file_shows_the_demo_again(
         served, chapter, record_property) -> None:
