@@ -65,6 +65,8 @@ def test_a_bad_block_shows_its_message_at_its_place_and_everything_else_still_bu
     assert message in served.log(), "the terminal does not print the message the page shows"
     assert page.index("pd-before-the-bad-block") < page.index(BOX) < page.index("pd-after-the-bad-block")
     assert 'data-pd-demo="conversation"' in page, "the chapter's good demo is gone"
+    # Its live-reload script is inline and new at every request: a policy in the page would block it.
+    assert 'http-equiv="Content-Security-Policy"' not in page
     for other in ("prefill/", "en/two-phases/"):
         assert BOX not in (fetch(served.url + other) or BOX) and "data-pd-demo" in (fetch(served.url + other) or "")
 
