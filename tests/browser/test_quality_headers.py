@@ -234,6 +234,20 @@ def test_an_injected_inline_script_or_handler_without_a_hash_is_blocked(hosted_p
 
 
 @pytest.mark.browser
+def test_without_the_pages_own_policy_the_same_injection_would_run(open_page_without_headers) -> None:
+    # The control for the test above: what blocks the injection on a header-less host is the meta element.
+    page, _ = open_page_without_headers("")
+
+    def inject_and_strip_the_policy(route) -> None:
+        html = route.fetch().text().replace("</body>", INJECTED + "</body>")
+        route.fulfill(status=200, content_type="text/html", body=PAGE_POLICY.sub("", html))
+
+    page.route(page.url, inject_and_strip_the_policy)
+    page.reload()
+    page.wait_for_function("window.__pdInjected !== undefined", timeout=5000)
+
+
+@pytest.mark.browser
 @pytest.mark.parametrize("palette", ["light", "dark"])
 def test_every_page_and_demo_runs_with_zero_csp_violations_and_no_outside_requests(
         hosted_page, built_site: Path, palette: str) -> None:
