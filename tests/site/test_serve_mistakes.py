@@ -165,3 +165,29 @@ def test_serve_strict_still_stops_on_a_mistake(tmp_path: Path) -> None:
         assert BOX not in (fetch(project.url + CHAPTER_URL, timeout=3) or "")
     finally:
         project.stop()
+
+
+@pytest.mark.browser
+def test_the_box_is_accessible_in_both_palettes(served, chapter) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+    from tests.browser.test_quality_a11y import AXE, BLOCKING_IMPACTS
+
+    if not AXE.exists():
+        pytest.skip(f"axe-core not installed at {AXE}: run `cd .ci && npm ci` (CI does)")
+    chapter.write_text(with_bad_block(chapter.read_text(encoding="utf-8"))[0], encoding="utf-8")
+    assert served.wait_for(CHAPTER_URL, lambda body: BOX in body, timeout=120) is not None
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for palette in ("light", "dark"):
+                page = browser.new_page(color_scheme=palette)
+                page.goto(served.url + CHAPTER_URL)
+                page.evaluate(AXE.read_text(encoding="utf-8"))
+                violations = page.evaluate("""async () => (await axe.run({include: [['.pd-authoring-error']]},
+                    {resultTypes: ['violations']})).violations.map(v => ({id: v.id, impact: v.impact}))""")
+                assert not [v for v in violations if v["impact"] in BLOCKING_IMPACTS], (palette, violations)
+                page.close()
+        finally:
+            browser.close()
