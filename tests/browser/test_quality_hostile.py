@@ -61,7 +61,11 @@ def hostile_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     hostile = _with_hostile_leaves(yaml.safe_load(strings.read_text(encoding="utf-8")))
     strings.write_text(yaml.safe_dump(hostile, allow_unicode=True), encoding="utf-8")
     site = build_site(root / "site", config_file=config, extra_env={"PD_SWEEP": "quick"}).path
-    (site / "_headers").unlink()  # serve without the CSP: escaping has to be enough on its own
+    # Serve without the CSP, neither the headers nor the pages' own: escaping has to be enough on its own.
+    (site / "_headers").unlink()
+    for page in site.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        page.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html), encoding="utf-8")
     return site
 
 

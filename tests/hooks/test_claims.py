@@ -167,7 +167,7 @@ def test_page_figures_can_be_compared_on_a_page_with_their_demo(measurements):
 def test_under_serve_a_failing_claim_shows_its_message_in_place_and_the_page_still_renders(measurements, monkeypatch):
     monkeypatch.setattr(authoring, "show_in_page", True)
     html = resolve("Before {% claim sweep.tps_drop_pct > 90% %}collapses{% endclaim %} after.", measurements)
-    assert html.startswith("Before <div class=\"pd-authoring-error\"") and html.endswith("</div> after.")
+    assert html.startswith("Before <span class=\"pd-authoring-error\"") and html.endswith("</span> after.")
     assert "none of its conditions holds" in html
 
 

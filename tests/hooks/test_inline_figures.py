@@ -202,5 +202,5 @@ def test_an_error_in_a_figure_reference_shows_in_place_under_serve(measurements,
 
     monkeypatch.setattr(authoring, "show_in_page", True)
     html = fill("A {{ sweep.nope }} B {{ sweep.tps@512 }}", measurements)
-    assert html.startswith('A <div class="pd-authoring-error"') and "unknown figure name" in html
+    assert html.startswith('A <span class="pd-authoring-error"') and "unknown figure name" in html
     assert html.endswith("48.8 tok/s</span>")
