@@ -62,8 +62,12 @@ def context(strings, **overrides):
     base = {"kind": "conversation", "lang": strings.lang, "trace_url": "../assets/traces/c.json",
             "demo_id": "pd-demo-conversation-1", "title": strings["conversation.title"], "note": None,
             "rows": [], "table": None, "source_measured": "Measured", "source_projected": None,
-            "strings": strings, "prompt": "Hi", "answer": "Hello"}
-    return {**base, **overrides}
+            "strings": strings, "prompt": "Hi", "answer": "Hello", "answer_parts": [{"text": "Hello"}],
+            "prompt_summary": None, "notes": {"stopped": None, "caveat": None}}
+    base.update(overrides)
+    if "answer" in overrides and "answer_parts" not in overrides:
+        base["answer_parts"] = [{"text": overrides["answer"]}]
+    return base
 
 
 def test_the_placeholder_has_the_contract_attributes_and_a_readable_fallback(en):
@@ -87,9 +91,34 @@ def test_hostile_prompt_answer_note_and_strings_are_escaped(tmp_path: Path, en):
 
 
 def test_hostile_token_texts_are_escaped_in_the_prefill_fallback(en):
-    tokens = [{"id": 1, "text": HOSTILE, "partial": False}, {"id": 2, "text": "\u00e4", "partial": True}]
+    tokens = [{"id": 1, "text": HOSTILE, "partial": False, "bytes": "3C", "role": "user"},
+              {"id": 2, "text": "\u00e4", "partial": True, "bytes": "C3", "role": "user"}]
     html = render_demo(TEMPLATES, "prefill", context(en, kind="prefill", prompt=HOSTILE, tokens=tokens))
-    assert "<img" not in html and 'class="pd-token pd-token--partial"' in html
+    assert "<img" not in html and 'class="pd-token pd-token--user pd-token--partial"' in html
+
+
+def test_the_prefill_fallback_shows_each_tokens_bytes_and_says_what_a_split_character_is(en):
+    tokens = [{"id": 1, "text": "请", "partial": True, "bytes": "E8 AF", "role": "user"},
+              {"id": 2, "text": "请", "partial": True, "bytes": "B7", "role": "user"}]
+    html = render_demo(TEMPLATES, "prefill", context(en, kind="prefill", prompt="请", tokens=tokens))
+    assert '请 <small class="pd-token__hex">E8 AF</small>' in html and ">B7<" in html
+    assert en["prefill.partial_legend"].replace("'", "&#39;") in html
+
+
+def test_an_answer_token_without_a_whole_character_shows_its_bytes_and_why(en):
+    html = render_demo(TEMPLATES, "prefill", context(
+        en, kind="prefill", tokens=[], answer="\ufffd", answer_parts=[{"bytes": "E8 AF"}],
+        notes={"stopped": en["common.first_token_only"], "caveat": None}))
+    assert "\ufffd</p>" not in html and '<span class="pd-token pd-token--partial pd-token--bytes">E8 AF</span>' in html
+    assert "holds only part of a character" in html and "generates only the first token" in html
+
+
+def test_the_fallback_says_an_answer_was_cut_off_and_counts_the_template_tokens(en):
+    html = render_demo(TEMPLATES, "conversation", context(
+        en, prompt_summary="Of the 37 tokens the model reads, 30 come from the template",
+        notes={"stopped": "cut off at 64", "caveat": "may be wrong"}))
+    for sentence in ("Of the 37 tokens", "cut off at 64", "may be wrong"):
+        assert sentence in html
 
 
 def test_the_answer_keeps_its_line_breaks(en):
