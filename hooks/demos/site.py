@@ -64,6 +64,7 @@ class PageDemos:
     markup: list[str] = field(default_factory=list)
     files: list[File] = field(default_factory=list)
     readouts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    placed: list[str] = field(default_factory=list)  # this page's demo markup, by slot
 
 
 class DemoSite:
@@ -160,11 +161,17 @@ class DemoSite:
         if len(fences) != len(demos.blocks):
             raise PluginError(f"{demos.src_path}: found {len(fences)} demo blocks in the page but "
                               f"{len(demos.blocks)} in the file — another hook changed them")
-        for fence, markup, file in reversed(list(zip(fences, demos.markup, demos.files, strict=True))):
-            url = get_relative_url(file.url, page.file.url)
-            html = markup.replace('data-pd-trace=""', f'data-pd-trace="{url}"', 1)
-            lines[fence.start : fence.end + 1] = ["", html, ""]
+        urls = [get_relative_url(file.url, page.file.url) for file in demos.files]
+        demos.placed = [markup.replace('data-pd-trace=""', f'data-pd-trace="{url}"', 1)
+                        for markup, url in zip(demos.markup, urls, strict=True)]
+        for index, fence in reversed(list(enumerate(fences))):
+            lines[fence.start : fence.end + 1] = ["", render.slot(index), ""]  # the markup goes in after Markdown
         return "\n".join(lines)
+
+    # -- on_page_content --------------------------------------------------------------------------
+    def page_content(self, html: str, page: Page) -> str:
+        demos = self.pages.get(self.shown_path(page.file))
+        return render.fill_slots(html, demos.placed, demos.src_path) if demos and demos.placed else html
 
     def _replace_figures(self, markdown: str, demos: PageDemos) -> str:
         m, strings = self.measurements, self.strings
