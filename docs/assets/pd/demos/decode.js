@@ -4,10 +4,13 @@
 import { h, setAttr, setClass, setText, tokenChip } from "../dom.js";
 import { MASK, createChart, sliderIndex } from "../charts.js";
 import { createPlayer } from "../player.js";
-import { keysHint, prepareStage, readout, shownSteps, ticksOf } from "../stage.js";
+import { isIncomplete, keysHint, prepareStage, readout, shownSteps, ticksOf } from "../stage.js";
 import { answerView, phaseBadge, phaseOf, rolesLegend } from "../tokens.js";
 
 const CANDIDATES = 5;
+
+/** A token as screen readers are told it: its text, or its bytes if they make no whole character. */
+const shownToken = (token) => (isIncomplete(token) ? token.bytes : token.text);
 
 /**
  * The attention heatmap's frame for `count` shown tokens. Frame "step-i" fills rows 0..i, row i being
@@ -148,7 +151,7 @@ export function mount(demo, data, { reducedMotion }) {
     text,
     reducedMotion,
     describe: (state) => (state.count > 0
-      ? `${steps[state.count - 1].token.text} · ${text("common.tokens_cached", { n: steps[state.count - 1].kv_tokens })}`
+      ? `${shownToken(steps[state.count - 1].token)} · ${text("common.tokens_cached", { n: steps[state.count - 1].kv_tokens })}`
       : text("common.waiting")),
     render(state) {
       phase.set(phaseOf(state));
