@@ -65,6 +65,9 @@ export function mount(demo, data, { reducedMotion }) {
 
   stage.append(
     h("div", { class: "pd-bubble pd-bubble--user" },
+      // The sentence as typed, then the pieces the model reads it as.
+      h("span", { class: "pd-bubble__who", text: text("common.prompt") }),
+      h("p", { class: "pd-prompt-text", text: data.prompt?.text ?? "" }),
       h("span", { class: "pd-bubble__who", text: text("prefill.tokens_label") }), prompt.node,
       partialLegend(promptTokenList, text),
       rolesLegend(promptTokenList, data.prompt?.summary, text, trace.settings?.system_prompt_is_default)),
