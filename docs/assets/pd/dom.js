@@ -113,6 +113,10 @@ export function tokenChip(token) {
   const classes = ["pd-token", special && "pd-token--special", token?.partial && "pd-token--partial",
     token?.role && `pd-token--${token.role}`];
   const chip = h("span", { class: classes.filter(Boolean).join(" ") });
+  if (token?.bytes && text.includes("\ufffd")) {
+    chip.textContent = token.bytes;  // bytes that never make a whole character: show them, not U+FFFD
+    return chip;
+  }
   // Whitespace-only pieces would be invisible chips: show a visible stand-in (screen readers get the text).
   chip.textContent = text === "" ? "\u00a0" : text.replace(/\n/g, "↵").replace(/^ +$/, (spaces) => "␣".repeat(spaces.length));
   return chip;
