@@ -66,7 +66,7 @@ def byte_level_alphabet() -> list[str]:
 
 
 def _utf8_characters(data: bytes) -> list[tuple[int, int, str | None]]:
-    """Split bytes into UTF-8 characters: (start, end, text); an invalid or cut-off byte gets None."""
+    """Split bytes into UTF-8 characters: (start, end, text); an invalid byte or a cut-off character gets None."""
     chars, i = [], 0
     while i < len(data):
         lead = data[i]
@@ -75,7 +75,12 @@ def _utf8_characters(data: bytes) -> list[tuple[int, int, str | None]]:
             text = data[i : i + width].decode("utf-8") if width and i + width <= len(data) else None
         except UnicodeDecodeError:
             text = None
-        width = width if text is not None else 1
+        if text is None:
+            # A cut-off character keeps its lead byte and the continuation bytes that follow together.
+            n = 1
+            while width and n < width and i + n < len(data) and data[i + n] >> 6 == 2:
+                n += 1
+            width = n
         chars.append((i, i + width, text))
         i += width
     return chars

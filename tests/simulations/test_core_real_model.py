@@ -89,6 +89,8 @@ def test_chinese_tokens_carry_their_bytes_and_show_which_split_a_character(smoll
     assert [(s["text"], s["bytes"], s["partial"]) for s in shown[:3]] == [
         ("请", "E8 AF", True), ("请", "B7", True), ("用", "E7 94 A8", False)]
     assert [s["text"] for s in shown if not s["partial"]] == ["用", "量", "子"]  # 8 characters are split in two
+    # The prefill chapter's answer: one token holding the first 2 bytes of a 3-byte character.
+    assert smollm.tokenizer.display([14483]) == [{"id": 14483, "text": "\ufffd", "partial": True, "bytes": "E6 9C"}]
 
 
 def test_the_template_and_default_system_prompt_are_most_of_a_short_question(smollm):

@@ -38,6 +38,13 @@ def test_bytes_of_different_characters_in_one_token_are_separated():
     assert _hex_by_character(bytes.fromhex("E8AFB7"), [0, 0, 1]) == "E8 AF | B7"
 
 
+def test_a_cut_off_character_is_one_character_not_one_per_byte():
+    from simulations.tokenizer import _utf8_characters
+
+    assert _utf8_characters(bytes.fromhex("E69C")) == [(0, 2, None)]  # the first 2 of a 3-byte character
+    assert _utf8_characters(bytes.fromhex("9C41")) == [(0, 1, None), (1, 2, "A")]  # a stray continuation byte
+
+
 def test_a_character_that_never_completes_shows_as_a_replacement_mark_with_its_bytes(tokenizer):
     cut = tokenizer.encode("量")[:2]
     assert [(s["text"], s["bytes"], s["partial"]) for s in tokenizer.display(cut)] == [
