@@ -77,6 +77,7 @@ class PageDemos:
     blocks: list[BlockSource]
     places: list[DemoPlace] = field(default_factory=list)
     readouts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    placed: list[str] = field(default_factory=list)  # this page's demo markup, by slot
 
 
 class DemoSite:
@@ -197,14 +198,21 @@ class DemoSite:
         if len(fences) != len(demos.places):
             raise PluginError(f"{demos.src_path}: found {len(fences)} demo blocks in the page but "
                               f"{len(demos.places)} in the file — another hook changed them")
-        for fence, place in reversed(list(zip(fences, demos.places, strict=True))):
+        demos.placed = []
+        for place in demos.places:
             html = list(place.html)
             if place.file is not None:
                 url = get_relative_url(place.file.url, page.file.url)
                 html[-1] = html[-1].replace('data-pd-trace=""', f'data-pd-trace="{url}"', 1)
-            # Each piece is its own raw-HTML block: blank lines around it, none inside it.
-            lines[fence.start : fence.end + 1] = [line for piece in html for line in ("", piece, "")]
+            demos.placed.append("\n".join(html))
+        for index, fence in reversed(list(enumerate(fences))):
+            lines[fence.start : fence.end + 1] = ["", render.slot(index), ""]  # the markup goes in after Markdown
         return "\n".join(lines)
+
+    # -- on_page_content --------------------------------------------------------------------------
+    def page_content(self, html: str, page: Page) -> str:
+        demos = self.pages.get(self.shown_path(page.file))
+        return render.fill_slots(html, demos.placed, demos.src_path) if demos and demos.placed else html
 
     def _replace_figures(self, markdown: str, demos: PageDemos) -> str:
         m, strings = self.measurements, self.strings
