@@ -47,6 +47,7 @@ GLOBAL_NAMES: dict[str, str] = {
 PAGE_NAMES: dict[str, str] = {
     "conversation.prompt_tokens": "", "conversation.answer_tokens": "", "conversation.ttft_ms": "",
     "conversation.tps": "", "conversation.decode_ms": "",
+    "conversation.template_tokens": "", "conversation.system_tokens": "", "conversation.user_tokens": "",
     "prefill.prompt_tokens": "", "prefill.prompt_chars": "", "prefill.ttft_ms": "", "prefill.kv_bytes": "",
     "prefill.kv_bytes_per_token": "",
     "decode.cached_tokens": "", "decode.ms_per_token": "", "decode.answer_tokens": "",
@@ -173,6 +174,8 @@ class FigureResolver:
             "decode_ms": ("decode_ms_per_token", fmt.ms), "ms_per_token": ("decode_ms_per_token", fmt.ms),
             "kv_bytes": ("kv_bytes", fmt.nbytes), "kv_bytes_per_token": ("kv_bytes_per_token", fmt.nbytes),
             "cached_tokens": ("cached_tokens", fmt.count),
+            "template_tokens": ("template_tokens", fmt.count), "system_tokens": ("system_tokens", fmt.count),
+            "user_tokens": ("user_tokens", fmt.count),
         }[key]
         return self._number(readouts[field], show)
 
