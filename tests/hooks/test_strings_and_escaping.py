@@ -100,4 +100,4 @@ def test_the_answer_keeps_its_line_breaks(en):
 def test_the_repository_strings_files_are_valid_yaml_with_sections():
     for lang in ("zh", "en"):
         data = yaml.safe_load((DOCS / lang / "demo-strings.yml").read_text(encoding="utf-8"))
-        assert set(data) == {"common", "conversation", "prefill", "decode", "timeline", "roofline", "recap"}
+        assert set(data) == {"common", "conversation", "prefill", "decode", "timeline", "roofline", "recap", "device"}
