@@ -35,8 +35,8 @@ PLAN: dict[str, Any] = {
     "head_rows": 8192,  # LM-head rows measured (of the vocabulary), scaled to the whole vocabulary
     "max_layers": 8,
     "modes": {
-        "quick": {"decode_steps": 4, "repeats": 1, "phase_budget_s": 5, "estimate_s": 8},
-        "full": {"decode_steps": 16, "repeats": 3, "phase_budget_s": 12, "estimate_s": 20},
+        "quick": {"decode_steps": 4, "repeats": 1, "gemm_cap_s": 0.3, "phase_budget_s": 5, "estimate_s": 8},
+        "full": {"decode_steps": 16, "repeats": 3, "gemm_cap_s": 1.0, "phase_budget_s": 12, "estimate_s": 20},
     },
     # Correctness check before measuring: a small model of the same architecture, prefill vs decode.
     "check": {"n_layers": 2, "d_model": 64, "n_heads": 4, "n_kv_heads": 2, "head_dim": 16, "d_ff": 128,
