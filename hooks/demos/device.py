@@ -43,15 +43,20 @@ PLAN: dict[str, Any] = {
               "vocab_size": 96, "tokens": 12, "tolerance": 1e-3},
 }
 
-# Sentences about the reader's result, chosen in the browser by declarative conditions over its figures.
-# Names a condition may use: the fields of the device result (device/claims.js lists them).
+# Sentences about the reader's result, chosen in the browser by declarative conditions over its figures:
+# `[left, op, right]`, or a list of them that must all hold. Names a condition may use: the numeric and
+# yes/no fields of the device result (device/result.js), and build_ttft_ms, build_decode_ms_per_token and
+# build_same_shapes from the build's side (demos/device.js).
 CLAIMS: list[dict[str, Any]] = [
     {"key": "device.claim_decode_memory", "if": ["decode_intensity", "<", "ridge"]},
     {"key": "device.claim_decode_compute", "if": ["decode_intensity", ">=", "ridge"]},
     {"key": "device.claim_prefill_compute", "if": ["prefill_intensity", ">=", "ridge"]},
     {"key": "device.claim_prefill_memory", "if": ["prefill_intensity", "<", "ridge"]},
-    {"key": "device.claim_faster_than_build", "if": ["ttft_ms", "<", "build_ttft_ms"]},
-    {"key": "device.claim_slower_than_build", "if": ["ttft_ms", ">=", "build_ttft_ms"]},
+    # Compared with the build only when the build measured the same shapes (not so with PD_MODEL=tiny).
+    {"key": "device.claim_faster_than_build", "if": [["ttft_ms", "<", "build_ttft_ms"],
+                                                     ["build_same_shapes", "==", True]]},
+    {"key": "device.claim_slower_than_build", "if": [["ttft_ms", ">=", "build_ttft_ms"],
+                                                     ["build_same_shapes", "==", True]]},
     {"key": "device.claim_software", "if": ["software", "==", True]},
 ]
 

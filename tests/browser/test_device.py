@@ -279,3 +279,25 @@ def test_webgpu_measurement_runs_and_names_its_adapter(webgpu_page):
         assert "software adapter" in backend
         assert "says nothing about any real GPU" in demo.locator(".pd-device__labels").text_content()
     assert not log.console_errors and not log.page_errors
+
+
+def test_claim_conditions_are_data_read_by_a_tiny_interpreter(open_page):
+    page, log, _ = open_device(open_page, "en/")
+    outcome = page.evaluate("""async () => {
+      const { chosenClaims, holds } = await import("/assets/pd/device/claims.js");
+      const values = { decode_intensity: 0.5, ridge: 6, software: true, same: false };
+      let malformed = "";
+      try { holds(["decode_intensity", "~", "ridge"], values); } catch (error) { malformed = error.message; }
+      let unknown = "";
+      try { holds(["nonsense", "<", 1], values); } catch (error) { unknown = error.message; }
+      return {
+        chosen: chosenClaims([{ key: "a", if: ["decode_intensity", "<", "ridge"] },
+                              { key: "b", if: ["decode_intensity", ">=", "ridge"] },
+                              { key: "c", if: [["software", "==", true], ["same", "==", true]] },
+                              { key: "d", if: [["software", "==", true], ["ridge", ">", 1]] }], values),
+        malformed, unknown,
+      };
+    }""")
+    assert outcome["chosen"] == ["a", "d"]
+    assert "op one of" in outcome["malformed"] and "unknown figure" in outcome["unknown"]
+    log.assert_clean()

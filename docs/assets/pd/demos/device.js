@@ -54,7 +54,8 @@ function comparisonRows(result, build, text, format) {
 /** Values the claims' conditions may name, and the figures their sentences quote. */
 function claimValues(result, build) {
   return { ...Object.fromEntries(Object.entries(result).filter(([, v]) => typeof v === "number" || typeof v === "boolean")),
-    build_ttft_ms: build.ttft_ms, build_decode_ms_per_token: build.decode_ms_per_token };
+    build_ttft_ms: build.ttft_ms, build_decode_ms_per_token: build.decode_ms_per_token,
+    build_same_shapes: Boolean(build.same_shapes) };
 }
 
 function claimVars(result, build, format) {
@@ -70,7 +71,8 @@ function labels(result, build, text, format) {
   if (result.notes.includes("webgpu_failed")) lines.push(text("device.label_webgpu_failed"));
   if (result.notes.includes("low_memory")) lines.push(text("device.label_low_memory"));
   if (!build.same_shapes) lines.push(text("device.label_build_model", { model: build.model }));
-  lines.push(text("device.label_check", { diff: result.check.max_rel_diff.toExponential(1) }));
+  const diff = result.check.max_rel_diff;
+  lines.push(text("device.label_check", { diff: diff === 0 ? "0" : diff.toExponential(1) }));
   return lines;
 }
 
@@ -138,7 +140,7 @@ export async function mount(demo, data) {
         points: ["prefill", "decode"].map((phase) => ({ phase, label: text(`device.point_build_${phase}`), ...build[phase] })) },
     ];
     const chart = rooflineSvg(machines, { title: text("device.chart_title"), x: text("device.axis_intensity"),
-      y: text("device.axis_gflops") }, format);
+      y: text("device.axis_gflops") }, format, stage.clientWidth);
     const table = h("table", { class: "pd-demo__table pd-device__table" },
       h("caption", { text: text("device.table_caption") }),
       h("thead", {}, h("tr", {}, ...[text("device.col_figure"), text("device.this_device"), text("device.build_machine")]

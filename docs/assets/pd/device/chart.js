@@ -1,7 +1,9 @@
 // The reader's own roofline beside the build machine's, as a small inline SVG (log–log): no chart library
 // to load, colours from the page's theme through CSS (device.css), text escaped by textContent.
 const NS = "http://www.w3.org/2000/svg";
-const SIZE = { width: 640, height: 300, left: 64, right: 16, top: 16, bottom: 44 };
+// Laid out at the width it is shown at (between these), so its 11 px text stays 11 px on a phone.
+const WIDTH = { min: 280, max: 640 };
+const MARGIN = { left: 52, right: 12, top: 16, bottom: 44 };
 
 function el(name, attrs = {}, text = null) {
   const node = document.createElementNS(NS, name);
@@ -21,9 +23,11 @@ function decades(low, high) {
 
 /**
  * machines: [{id, label, peak_gflops, peak_gbps, points: [{phase, label, intensity, gflops}]}];
- * labels: {title, x, y}. Returns the <svg>.
+ * labels: {title, x, y}; width: the pixels it will be shown at. Returns the <svg>.
  */
-export function rooflineSvg(machines, labels, format) {
+export function rooflineSvg(machines, labels, format, width = WIDTH.max) {
+  const SIZE = { ...MARGIN, width: Math.round(Math.max(WIDTH.min, Math.min(WIDTH.max, width))) };
+  SIZE.height = Math.round(Math.max(240, Math.min(300, SIZE.width * 0.55)));
   const xs = machines.flatMap((m) => [m.peak_gflops / m.peak_gbps, ...m.points.map((p) => p.intensity)]);
   const ys = machines.flatMap((m) => [m.peak_gflops, ...m.points.map((p) => p.gflops)]);
   const xLow = 10 ** Math.floor(log10(Math.min(...xs) / 2));
@@ -47,8 +51,8 @@ export function rooflineSvg(machines, labels, format) {
     grid.append(el("text", { x: SIZE.left - 6, y: y(v) + 4, "text-anchor": "end" }, format.number(v, v < 1 ? 2 : 0)));
   }
   grid.append(el("text", { x: SIZE.left + w / 2, y: SIZE.height - 6, "text-anchor": "middle", class: "pd-device__axis" }, labels.x));
-  grid.append(el("text", { x: 14, y: SIZE.top + h / 2, "text-anchor": "middle", class: "pd-device__axis",
-    transform: `rotate(-90 14 ${SIZE.top + h / 2})` }, labels.y));
+  grid.append(el("text", { x: 12, y: SIZE.top + h / 2, "text-anchor": "middle", class: "pd-device__axis",
+    transform: `rotate(-90 12 ${SIZE.top + h / 2})` }, labels.y));
   svg.append(grid);
 
   for (const machine of machines) {
@@ -62,7 +66,9 @@ export function rooflineSvg(machines, labels, format) {
       group.append(point.phase === "prefill"
         ? el("circle", { cx, cy, r: 6, class: "pd-device__point" })
         : el("path", { d: `M${cx} ${cy - 7}L${cx + 7} ${cy}L${cx} ${cy + 7}L${cx - 7} ${cy}Z`, class: "pd-device__point" }));
-      group.append(el("text", { x: cx + 9, y: cy - 8, class: "pd-device__label" }, point.label));
+      const nearRight = cx > SIZE.width * 0.7; // keep the label inside the plot
+      group.append(el("text", { x: nearRight ? cx - 9 : cx + 9, y: cy - 8, class: "pd-device__label",
+        "text-anchor": nearRight ? "end" : "start" }, point.label));
     }
     svg.append(group);
   }

@@ -1,6 +1,6 @@
 // Which sentence describes the reader's result: each candidate in the demo JSON's `claims` carries a
-// declarative condition, `{"if": [left, op, right]}`, whose sides are names of the result's figures (or
-// literal numbers and booleans). A tiny interpreter, never eval or Function (the CSP forbids them anyway).
+// declarative condition, `{"if": [left, op, right]}` or a list of such triples that must all hold, whose
+// sides are names of the result's figures (or literal numbers and booleans). A tiny interpreter, never eval or Function (the CSP forbids them anyway).
 
 const OPERATORS = {
   "<": (a, b) => a < b,
@@ -19,8 +19,11 @@ function operand(side, values) {
   return side;
 }
 
-/** True when the condition holds for `values` ({name: number | boolean}); a malformed one throws. */
+/** True when the condition (or every condition of a list) holds for `values`; a malformed one throws. */
 export function holds(condition, values) {
+  if (Array.isArray(condition) && condition.length && condition.every(Array.isArray)) {
+    return condition.every((part) => holds(part, values));
+  }
   if (!Array.isArray(condition) || condition.length !== 3 || !(condition[1] in OPERATORS)) {
     throw new Error(`claim condition must be [left, op, right] with op one of ${Object.keys(OPERATORS).join(" ")}`);
   }
