@@ -230,12 +230,12 @@ def test_worker_prefill_and_decode_logits_agree_with_each_other_and_with_numpy(o
 # --- WebGPU, in a browser of its own (a software adapter needs --enable-unsafe-webgpu) ----------------
 
 @pytest.fixture(scope="module")
-def webgpu_page(site_url: str):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, "--enable-unsafe-webgpu"])
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+def webgpu_page(browser, site_url: str):
+    # A second Chromium from the same Playwright: the flag is per launch, and one Playwright per process.
+    webgpu_browser = browser.browser_type.launch(executable_path=CHROMIUM,
+                                                 args=[*CHROMIUM_ARGS, "--enable-unsafe-webgpu"])
+    try:
+        page = webgpu_browser.new_page(viewport={"width": 1280, "height": 900})
         log = PageLog()
         page.on("console", lambda m: log.console_errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda error: log.page_errors.append(str(error)))
@@ -246,11 +246,11 @@ def webgpu_page(site_url: str):
           return adapter ? [adapter.info.vendor, adapter.info.architecture].join(" ") : null;
         }""")
         if adapter is None:
-            browser.close()
             pytest.skip("this test browser exposes no WebGPU adapter (even with --enable-unsafe-webgpu)")
         print(f"WebGPU adapter in the test browser: {adapter}")
         yield page, log
-        browser.close()
+    finally:
+        webgpu_browser.close()
 
 
 def test_webgpu_worker_logits_agree_with_numpy(webgpu_page):

@@ -108,28 +108,32 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   }
 }`,
 
-  // One row (decode): a workgroup per output, its invocations reading consecutive weights.
+  // One row (decode): eight outputs per workgroup, 32 invocations per output reading its weight row as
+  // consecutive vec4s (K a multiple of 4), then summing their parts in workgroup memory.
   matvec: /* wgsl */ `
 struct P { T: u32, N: u32, K: u32, accumulate: u32 }
 @group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<vec4f>;
+@group(0) @binding(2) var<storage, read> w: array<vec4f>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
-var<workgroup> partial: array<f32, 64>;
-@compute @workgroup_size(64)
+var<workgroup> partial: array<f32, 256>;
+@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
-  let n = wg.y * 65535u + wg.x;
-  if (n >= p.N) { return; }
+  let lane = lid.x % 32u;
+  let n = (wg.y * 65535u + wg.x) * 8u + lid.x / 32u;
+  let k4 = p.K / 4u;
   var sum = 0.0;
-  for (var k = lid.x; k < p.K; k += 64u) { sum += x[k] * w[n * p.K + k]; }
+  if (n < p.N) {
+    for (var k = lane; k < k4; k += 32u) { sum += dot(x[k], w[n * k4 + k]); }
+  }
   partial[lid.x] = sum;
   workgroupBarrier();
-  for (var stride = 32u; stride > 0u; stride >>= 1u) {
-    if (lid.x < stride) { partial[lid.x] += partial[lid.x + stride]; }
+  for (var stride = 16u; stride > 0u; stride >>= 1u) {
+    if (lane < stride) { partial[lid.x] += partial[lid.x + stride]; }
     workgroupBarrier();
   }
-  if (lid.x == 0u) {
-    if (p.accumulate != 0u) { y[n] += partial[0]; } else { y[n] = partial[0]; }
+  if (lane == 0u && n < p.N) {
+    if (p.accumulate != 0u) { y[n] += partial[lid.x]; } else { y[n] = partial[lid.x]; }
   }
 }`,
 

@@ -29,6 +29,8 @@ export class WebGpuOps {
     // A fallback adapter (SwiftShader here) runs the shaders on the CPU: say so, never call it a GPU figure.
     this.software = Boolean(info.isFallbackAdapter || adapter.isFallbackAdapter || /swiftshader|llvmpipe|software|warp/i.test(text));
     this.adapterInfo = { vendor: info.vendor || "", architecture: info.architecture || "", description: text, fallback: this.software };
+    // Limits under WebGPU's defaults mark a small GPU (compatibility mode, older phones): fewer layers.
+    this.lowEnd = adapter.limits.maxBufferSize < 268435456 || adapter.limits.maxStorageBufferBindingSize < 134217728;
     const limits = device.limits;
     this.capacityBytes = Math.min(budgetBytes, limits.maxBufferSize * 4, limits.maxStorageBufferBindingSize * 4);
     this.maxBinding = limits.maxStorageBufferBindingSize;
@@ -171,7 +173,9 @@ export class WebGpuOps {
 
   matmul(x, w, y, T, N, K, accumulate) {
     if (T === 1) {
-      this.run("matvec", [x, w, y], [T, N, K, accumulate ? 1 : 0], [], [Math.min(N, MAX_GROUPS), Math.ceil(N / MAX_GROUPS)]);
+      if (K % 4) throw new Error(`the matrix-vector kernel reads vec4s: K = ${K} is not a multiple of 4`);
+      const groups = Math.ceil(N / 8);
+      this.run("matvec", [x, w, y], [T, N, K, accumulate ? 1 : 0], [], [Math.min(groups, MAX_GROUPS), Math.ceil(groups / MAX_GROUPS)]);
     } else {
       this.run("matmul", [x, w, y], [T, N, K, accumulate ? 1 : 0], [], [Math.ceil(N / 64), Math.ceil(T / 64)]);
     }

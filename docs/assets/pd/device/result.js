@@ -42,6 +42,7 @@ export function deviceResult(run) {
     decode_ms_per_token: decodeMs,
     tps: 1000 / decodeMs,
     decode_steps: run.decodeSteps,
+    prefill_repeats: run.prefillRepeats,
     layers_measured: layers,
     layers_total: shapes.n_layers,
     head_rows_measured: vocabRows,

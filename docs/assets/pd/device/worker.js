@@ -101,6 +101,7 @@ async function measure({ demo, mode: modeName, backend, deviceMemory }) {
   let budget = lowMemory ? plan.low_memory_budget_bytes : plan.memory_budget_bytes;
   progress("backend", 0);
   let { ops, fellBack } = await openBackend(backend, budget, plan.low_memory_budget_bytes);
+  if (ops.lowEnd) budget = Math.min(budget, plan.low_memory_budget_bytes);
   budget = Math.min(budget, ops.capacityBytes);
   const notes = [];
   if (fellBack) notes.push("webgpu_failed");
@@ -131,9 +132,11 @@ async function measure({ demo, mode: modeName, backend, deviceMemory }) {
   const most = Math.min(plan.max_layers, shapes.n_layers);
   while (byMemory < most && Model.bytesNeeded(shapes, { ...sizes, layers: byMemory + 1 }) <= budget) byMemory += 1;
   if (byMemory === 0) throw new Error(`not enough memory for one layer within ${budget} bytes`);
-  const layerSeconds = mode.repeats * PREFILL_OVERHEAD * costs.prefill.per_layer.flops / (compute.gflops * 1e9)
-    + mode.decode_steps * costs.decode.per_layer.bytes / (gbps * 1e9);
-  const byTime = Math.max(1, Math.floor(mode.phase_budget_s / layerSeconds));
+  // A slow device repeats prefill fewer times before it measures fewer layers (one layer, once, at least).
+  const prefillSeconds = PREFILL_OVERHEAD * costs.prefill.per_layer.flops / (compute.gflops * 1e9);
+  const decodeSeconds = mode.decode_steps * costs.decode.per_layer.bytes / (gbps * 1e9);
+  const repeats = Math.max(1, Math.min(mode.repeats, Math.floor((mode.phase_budget_s - decodeSeconds) / prefillSeconds)));
+  const byTime = Math.max(1, Math.floor(mode.phase_budget_s / (repeats * prefillSeconds + decodeSeconds)));
   const layers = Math.min(byMemory, byTime);
 
   progress("build", 0.2, { layers });
@@ -142,8 +145,8 @@ async function measure({ demo, mode: modeName, backend, deviceMemory }) {
   const memoryBytes = ops.peakBytes;
   const tokens = seededTokens(prompt + mode.decode_steps, sizes.vocabRows, workload.weight_seed + 1);
   const prefills = [];
-  for (let r = 0; r < mode.repeats; r += 1) {
-    progress("prefill", 0.25 + 0.55 * r / mode.repeats, { layers });
+  for (let r = 0; r < repeats; r += 1) {
+    progress("prefill", 0.25 + 0.55 * r / repeats, { layers });
     model.reset();
     prefills.push(await model.prefill(tokens.slice(0, prompt)));
   }
@@ -158,7 +161,7 @@ async function measure({ demo, mode: modeName, backend, deviceMemory }) {
     demo, backend: ops.name, adapter: ops.adapterInfo || null, software: ops.software !== false, notes,
     mode: modeName, peaks: { gflops: compute.gflops, gemmN: compute.n, gbps, streamBytes },
     layers, vocabRows: sizes.vocabRows, prefill: timed(prefills), decode: timed(decodes),
-    decodeSteps: mode.decode_steps, check: { passed: check.passed, max_rel_diff: check.max_rel_diff },
+    decodeSteps: mode.decode_steps, prefillRepeats: repeats, check: { passed: check.passed, max_rel_diff: check.max_rel_diff },
     memoryBytes, elapsedS: (performance.now() - started) / 1000,
   });
 }
