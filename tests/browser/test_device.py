@@ -14,6 +14,7 @@ import pytest
 from simulations import model as M
 from simulations.config import ModelConfig
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, PageLog
+from tests.browser.test_quality_a11y import AXE, BLOCKING_IMPACTS, run_axe
 
 pytestmark = pytest.mark.browser
 
@@ -46,6 +47,14 @@ window.Worker = class extends NativeWorker {
 """
 
 
+@pytest.fixture(scope="module")
+def axe() -> str:
+    """axe-core's source, as the accessibility tests use it (installed by `cd .ci && npm ci`)."""
+    if not AXE.exists():
+        pytest.skip(f"axe-core not installed at {AXE}: run `cd .ci && npm ci` (CI does)")
+    return AXE.read_text(encoding="utf-8")
+
+
 def device_demo(page):
     return page.locator(".pd-demo[data-pd-demo=device]")
 
@@ -60,6 +69,10 @@ def open_device(open_page, lang: str, query: str = "?pd-device-backend=js", **op
     page.mouse.move(10, 300)
     page.mouse.move(20, 310)
     demo.get_by_role("button", name=START[lang]).wait_for(timeout=20_000)
+    # The gesture also starts Material's script and the chapter's other demos: let them settle first,
+    # so the long tasks counted during a run are the run's own.
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(1000)
     return page, log, demo
 
 
@@ -105,7 +118,8 @@ def test_nothing_runs_and_no_worker_loads_before_the_press(open_page, lang):
 
 @pytest.mark.parametrize(("lang", "scheme"), [("", "light"), ("en/", "dark")])
 def test_pressing_measures_this_device_in_javascript_and_compares_it_with_the_build(open_page, lang, scheme,
-                                                                                     screenshot_dir: Path):
+                                                                                     screenshot_dir: Path,
+                                                                                     axe: str):
     page, log, demo = open_device(open_page, lang, color_scheme=scheme)
     page.evaluate("() => { window.__pdLongTasks.length = 0; }")
     press_with_keyboard(page, demo, START[lang])
@@ -132,6 +146,8 @@ def test_pressing_measures_this_device_in_javascript_and_compares_it_with_the_bu
     copy_text = demo.locator(".pd-device__copytext").input_value()
     assert "GFLOP/s" in copy_text and "ms" in copy_text
     assert page.evaluate("() => window.__pdWorkers") == {"started": 1, "terminated": 1}
+    blocking = [v for v in run_axe(page, axe) if v["impact"] in BLOCKING_IMPACTS]
+    assert not blocking, f"axe-core violations with the result shown ({scheme}): {blocking}"
     demo.screenshot(path=str(screenshot_dir / f"device-{lang.strip('/') or 'zh'}-{scheme}.png"))
     log.assert_clean()
 

@@ -5,6 +5,7 @@
 // a roofline, a table and a text to copy. The result is kept nowhere and sent nowhere.
 import { h, setText } from "../dom.js";
 import { prepareStage } from "../stage.js";
+import { afterPaint } from "../schedule.js";
 import { chosenClaims } from "../device/claims.js";
 import { rooflineSvg } from "../device/chart.js";
 
@@ -110,7 +111,7 @@ export async function mount(demo, data) {
     bar, status, panel,
   );
 
-  const state = { worker: null };
+  const state = { worker: null, width: 0 };
   demo.dataset.pdDeviceState = "idle";
 
   function setRunning(running) {
@@ -124,13 +125,15 @@ export async function mount(demo, data) {
   function finishRun(next) {
     state.worker?.terminate(); // frees everything it allocated, GPU buffers included
     state.worker = null;
-    demo.dataset.pdDeviceState = next;
+    if (next) demo.dataset.pdDeviceState = next;
     setRunning(false);
   }
 
-  function showResult(result) {
+  // The result arrives as one message; it is shown in two tasks (read-outs first, then the chart and the
+  // table), and the stage's width is read at the press, so no task forces a layout of the whole page.
+  async function showResult(result) {
     panel.textContent = "";
-    panel.dataset.pdResult = JSON.stringify(result);
+    delete panel.dataset.pdResult;
     const rows = comparisonRows(result, build, text, format);
     const claims = chosenClaims(data.claims, claimValues(result, build)).map((key) => text(key, claimVars(result, build, format)));
     const machines = [
@@ -140,7 +143,7 @@ export async function mount(demo, data) {
         points: ["prefill", "decode"].map((phase) => ({ phase, label: text(`device.point_build_${phase}`), ...build[phase] })) },
     ];
     const chart = rooflineSvg(machines, { title: text("device.chart_title"), x: text("device.axis_intensity"),
-      y: text("device.axis_gflops") }, format, stage.clientWidth);
+      y: text("device.axis_gflops") }, format, state.width);
     const table = h("table", { class: "pd-demo__table pd-device__table" },
       h("caption", { text: text("device.table_caption") }),
       h("thead", {}, h("tr", {}, ...[text("device.col_figure"), text("device.this_device"), text("device.build_machine")]
@@ -162,6 +165,14 @@ export async function mount(demo, data) {
         setText(copied, text("device.copy_manually"));
       }
     });
+    const chartParts = () => [
+      h("figure", { class: "pd-device__chart", "aria-hidden": "true" }, chart,
+        h("figcaption", { class: "pd-keys", text: text("device.chart_legend") })),
+      table,
+      h("ul", { class: "pd-device__labels" }, ...labels(result, build, text, format).map((line) => h("li", { text: line }))),
+      h("div", { class: "pd-fields" }, copyButton, copied),
+      copyBox,
+    ];
     panel.append(
       h("p", { class: "pd-device__backend", text: backendLabel(result, text) }),
       h("dl", { class: "pd-readouts" }, ...[
@@ -172,19 +183,17 @@ export async function mount(demo, data) {
         [text("device.peak_bandwidth"), `${format.number(result.peak_gbps)} GB/s`],
       ].map(([label, value]) => h("div", { class: "pd-readout" }, h("dt", { text: label }), h("dd", { text: value })))),
       h("ul", { class: "pd-device__claims" }, ...claims.map((claim) => h("li", { text: claim }))),
-      h("figure", { class: "pd-device__chart", "aria-hidden": "true" }, chart,
-        h("figcaption", { class: "pd-keys", text: text("device.chart_legend") })),
-      table,
-      h("ul", { class: "pd-device__labels" }, ...labels(result, build, text, format).map((line) => h("li", { text: line }))),
-      h("div", { class: "pd-fields" }, copyButton, copied),
-      copyBox,
     );
     panel.hidden = false;
+    await afterPaint();
+    panel.append(...chartParts());
+    panel.dataset.pdResult = JSON.stringify(result); // last: tests and tools read a complete panel
   }
 
   startButton.addEventListener("click", () => {
     if (state.worker) return;
     const mode = modeSelect.value;
+    state.width = stage.clientWidth; // for the chart, read now while layout is clean
     const worker = new Worker(WORKER_URL, { type: "module", name: "pd-device" });
     state.worker = worker;
     demo.dataset.pdDeviceState = "running";
@@ -198,10 +207,10 @@ export async function mount(demo, data) {
         bar.value = Math.round(100 * message.fraction);
         setText(status, text(`device.stage_${message.stage}`, { layers: message.layers ?? "", tokens: data.workload.prompt_tokens }));
       } else if (message.type === "result") {
-        finishRun("done");
-        showResult(message.result);
+        finishRun(null); // "done" once the result is on the page
         setText(status, text("device.done", { seconds: format.number(message.result.elapsed_s) }));
         startButton.focus();
+        showResult(message.result).then(() => { demo.dataset.pdDeviceState = "done"; });
       } else if (message.type === "error") {
         finishRun("error");
         setText(status, text("device.failed", { message: message.message }));
