@@ -45,8 +45,9 @@ function comparisonRows(result, build, text, format) {
     [text("device.prefill_per_token"), ms(result.prefill_ms_per_token), ms(build.ttft_ms / build.prompt_tokens)],
     [text("common.ms_per_token"), ms(result.decode_ms_per_token), ms(build.decode_ms_per_token)],
     [text("common.tps"), `${format.number(result.tps)} tok/s`, `${format.number(build.tps)} tok/s`],
-    [text("device.prefill_compute_util"), pct(result.prefill.compute_utilization), pct(build.prefill.compute_utilization)],
-    [text("device.decode_bandwidth_util"), pct(result.decode.bandwidth_utilization), pct(build.decode.bandwidth_utilization)],
+    ...["prefill", "decode"].flatMap((phase) => ["compute", "bandwidth"].map((ceiling) => [
+      text(`device.${phase}_${ceiling}_util`), pct(result[phase][`${ceiling}_utilization`]),
+      pct(build[phase][`${ceiling}_utilization`])])),
     [text("device.row_layers"), text("device.layers_value", { layers: result.layers_measured, total: result.layers_total }),
       text("device.build_layers")],
   ];
@@ -72,6 +73,7 @@ function labels(result, build, text, format) {
   if (result.notes.includes("webgpu_failed")) lines.push(text("device.label_webgpu_failed"));
   if (result.notes.includes("low_memory")) lines.push(text("device.label_low_memory"));
   if (!build.same_shapes) lines.push(text("device.label_build_model", { model: build.model }));
+  lines.push(text("device.label_memory", { megabytes: format.number(result.memory_bytes / 1e6, 0) }));
   const diff = result.check.max_rel_diff;
   lines.push(text("device.label_check", { diff: diff === 0 ? "0" : diff.toExponential(1) }));
   return lines;

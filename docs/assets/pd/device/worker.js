@@ -20,7 +20,7 @@ function progress(stage, fraction, detail = {}) {
 }
 
 /** `count` seeded token ids below `below` (the values do not change the speed). */
-export function seededTokens(count, below, seed) {
+function seededTokens(count, below, seed) {
   return Array.from({ length: count }, (_, i) => lowbias32(seed * 7919 + i) % below);
 }
 
@@ -49,7 +49,7 @@ async function openBackend(wanted, budgetBytes, lowBudgetBytes = budgetBytes) {
 }
 
 /** Prefill of `tokens` vs prefill of all but the last then one decode step: the last logits must agree. */
-export async function selfCheck(ops, shapes, check, seed) {
+async function selfCheck(ops, shapes, check, seed) {
   const config = { ...shapes, ...check };
   const tokens = seededTokens(check.tokens, check.vocab_size, seed);
   const model = new Model(ops, config, { layers: check.n_layers, vocabRows: check.vocab_size,
