@@ -73,6 +73,8 @@ function labels(result, build, text, format) {
   if (result.notes.includes("webgpu_failed")) lines.push(text("device.label_webgpu_failed"));
   if (result.notes.includes("low_memory")) lines.push(text("device.label_low_memory"));
   if (!build.same_shapes) lines.push(text("device.label_build_model", { model: build.model }));
+  if (result.peak_gflops_from === "prefill") lines.push(text("device.label_peak_from_prefill"));
+  if (result.peak_gbps_from === "decode") lines.push(text("device.label_peak_from_decode"));
   lines.push(text("device.label_memory", { megabytes: format.number(result.memory_bytes / 1e6, 0) }));
   const diff = result.check.max_rel_diff;
   lines.push(text("device.label_check", { diff: diff === 0 ? "0" : diff.toExponential(1) }));
