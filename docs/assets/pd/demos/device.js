@@ -115,7 +115,7 @@ export async function mount(demo, data) {
     bar, status, panel,
   );
 
-  const state = { worker: null, width: 0 };
+  const state = { worker: null, width: 0, run: 0 }; // run: which press a late message or render belongs to
   demo.dataset.pdDeviceState = "idle";
 
   function setRunning(running) {
@@ -189,14 +189,20 @@ export async function mount(demo, data) {
       h("ul", { class: "pd-device__claims" }, ...claims.map((claim) => h("li", { text: claim }))),
     );
     panel.hidden = false;
+    const run = state.run;
     await afterPaint();
+    if (run !== state.run) return false; // the reader pressed again meanwhile
     panel.append(...chartParts());
     panel.dataset.pdResult = JSON.stringify(result); // last: tests and tools read a complete panel
+    return true;
   }
 
   startButton.addEventListener("click", () => {
     if (state.worker) return;
     const mode = modeSelect.value;
+    state.run += 1;
+    panel.hidden = true; // a new measurement replaces the last one
+    delete panel.dataset.pdResult;
     state.width = stage.clientWidth; // for the chart, read now while layout is clean
     const worker = new Worker(WORKER_URL, { type: "module", name: "pd-device" });
     state.worker = worker;
@@ -214,7 +220,7 @@ export async function mount(demo, data) {
         finishRun(null); // "done" once the result is on the page
         setText(status, text("device.done", { seconds: format.number(message.result.elapsed_s) }));
         startButton.focus();
-        showResult(message.result).then(() => { demo.dataset.pdDeviceState = "done"; });
+        showResult(message.result).then((shown) => { if (shown) demo.dataset.pdDeviceState = "done"; });
       } else if (message.type === "error") {
         finishRun("error");
         setText(status, text("device.failed", { message: message.message }));
