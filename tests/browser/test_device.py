@@ -24,7 +24,7 @@ RESULT_FIELDS = {"backend", "peak_gflops", "peak_gbps", "ttft_ms", "decode_ms_pe
 LONG_TASK_LIMIT_MS = 200
 START = {"": "实测本设备", "en/": "Measure this device"}
 STOP = {"": "停止", "en/": "Stop"}
-PRIVACY = {"": "不会保存，也不会发送", "en/": "neither stored nor sent"}
+PRIVACY = {"": "数据不会离开本设备", "en/": "nothing leaves this device"}
 # Records long main-thread tasks, and the device workers the page starts and stops (Material's search has
 # a worker of its own), from the first script on.
 INSTRUMENT = """
