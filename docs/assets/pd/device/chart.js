@@ -67,7 +67,8 @@ export function rooflineSvg(machines, labels, format, width = WIDTH.max) {
         ? el("circle", { cx, cy, r: 6, class: "pd-device__point" })
         : el("path", { d: `M${cx} ${cy - 7}L${cx + 7} ${cy}L${cx} ${cy + 7}L${cx - 7} ${cy}Z`, class: "pd-device__point" }));
       const nearRight = cx > SIZE.width * 0.7; // keep the label inside the plot
-      group.append(el("text", { x: nearRight ? cx - 9 : cx + 9, y: cy - 8, class: "pd-device__label",
+      const below = machine.id !== "device"; // the two machines' labels on opposite sides: no overlap
+      group.append(el("text", { x: nearRight ? cx - 9 : cx + 9, y: below ? cy + 17 : cy - 8, class: "pd-device__label",
         "text-anchor": nearRight ? "end" : "start" }, point.label));
     }
     svg.append(group);
