@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hooks.demos import device as device_demo
 from hooks.demos import formatting as fmt
 from hooks.demos.blocks import DemoBlock
 from hooks.demos.figures import decode as decode_figures
@@ -341,5 +342,5 @@ def recap(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
 
 BUILDERS: dict[str, Callable[[DemoBlock, Measurements, Strings], Demo]] = {
     "conversation": conversation, "prefill": prefill, "decode": decode,
-    "timeline": timeline, "roofline": roofline, "recap": recap,
+    "timeline": timeline, "roofline": roofline, "recap": recap, "device": device_demo.device,
 }
