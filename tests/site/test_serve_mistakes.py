@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from hooks.demos.blocks import KINDS
+
 from tests.site.test_serve_resilience import CHAPTER, CHAPTER_URL, ServedProject, fetch
 
 BAD_BLOCK = "```demo\nkind: teleport\nprompt: hi\n```"
@@ -59,8 +61,7 @@ def test_a_bad_block_shows_its_message_at_its_place_and_everything_else_still_bu
     chapter.write_text(text, encoding="utf-8")
     assert served.wait_for(CHAPTER_URL, lambda body: BOX in body, timeout=120) is not None, served.log()[-4000:]
     page = fetch(served.url + CHAPTER_URL) or ""
-    message = f"docs/{CHAPTER}:{line}: unknown demo kind 'teleport' — allowed: conversation, prefill, decode, " \
-              "timeline, roofline, recap"
+    message = f"docs/{CHAPTER}:{line}: unknown demo kind 'teleport' — allowed: {', '.join(KINDS)}"
     assert box_messages(page) == [message]
     assert message in served.log(), "the terminal does not print the message the page shows"
     assert page.index("pd-before-the-bad-block") < page.index(BOX) < page.index("pd-after-the-bad-block")

@@ -42,7 +42,7 @@ def free_port() -> int:
 def make_project_copy(root: Path, docs: Path = REPO / "docs") -> Path:
     """A project at root: docs/ and mkdocs.yml copied, the code folders linked. Returns its mkdocs.yml."""
     shutil.copytree(docs, root / "docs")
-    for folder in ("hooks", "overrides", "simulations"):
+    for folder in ("hooks", "overrides", "simulations", "search"):  # search/: jieba's dictionary of the article's terms
         (root / folder).symlink_to(REPO / folder, target_is_directory=True)
     if (REPO / ".cache").is_dir():  # reuse the simulation cache: this test is about serving, not simulating
         (root / ".cache").symlink_to(REPO / ".cache", target_is_directory=True)
