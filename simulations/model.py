@@ -53,23 +53,6 @@ class Weights:
     lm_head: np.ndarray  # (vocab, d); the very same array as token_embedding when tied
 
 
-class Observer:
-    """Watches a pass without changing it; every method here does nothing. Subclass what you need.
-
-    The model calls these from the main thread where the work happens. Arrays passed are the
-    model's own: read them, never write them.
-    """
-
-    def matmul(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> None:
-        """x (T, in) is multiplied by the weight matrix w (out, in), and the bias b added if any."""
-
-    def attention(self, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
-        """Queries q (Tq, heads, hd), the last Tq positions, attend causally over k, v (kv_heads, Lk, hd)."""
-
-
-NO_OBSERVER = Observer()
-
-
 class KVCache:
     """Keys and values of every processed token, preallocated; appending is O(1).
 
@@ -120,6 +103,23 @@ class KVCache:
         self.length += n_tokens
 
 
+class Observer:
+    """Watches a pass without changing it; every method here does nothing. Subclass what you need.
+
+    The model calls these from the main thread where the work happens. Arrays passed are the
+    model's own: read them, never write them.
+    """
+
+    def matmul(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> None:
+        """x (T, in) is multiplied by the weight matrix w (out, in), and the bias b added if any."""
+
+    def attention(self, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
+        """Queries q (Tq, heads, hd), the last Tq positions, attend causally over k, v (kv_heads, Lk, hd)."""
+
+
+NO_OBSERVER = Observer()
+
+
 # --- primitives -----------------------------------------------------------------------------
 
 def embed(table: np.ndarray, token_ids: np.ndarray) -> np.ndarray:
@@ -131,7 +131,9 @@ def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     return x * (weight / np.sqrt(mean_square + F32(eps)))
 
 
-def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, observer: Observer = NO_OBSERVER) -> np.ndarray:
+def linear(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, observer: Observer = NO_OBSERVER
+) -> np.ndarray:
     """y = x @ W.T (+ b). One row (decode) uses matrix-vector order, which streams W once;
     many rows (prefill) split into one block of rows per core."""
     observer.matmul(x, w, b)
