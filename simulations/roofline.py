@@ -203,7 +203,8 @@ def roofline(
         "method": (
             "Achieved GFLOP/s and GB/s = the FLOPs and bytes of each pass from the cost model "
             "(simulations/cost.py: float32 weights read once per pass, KV cache read and written; checked "
-            "against the shapes the model multiplies), divided by wall time. Prefill: median over repeats of the whole prompt's pass. Decode: median "
+            "against the shapes the model multiplies), divided by wall time. Prefill: median over "
+            "repeats of the whole prompt's pass. Decode: median "
             f"of {decode_steps} greedy steps after that prefill (context = prompt + step). Utilisation = "
             "achieved / measured peak (peak_gflops from GEMM, peak_gbps from the better of copy and GEMV)."
         ),
