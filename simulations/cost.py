@@ -55,9 +55,8 @@ class ModelShape:
     @classmethod
     def from_summary(cls, summary: Mapping[str, Any]) -> ModelShape:
         """A trace's `model` summary (`loader.model_summary`), as the hooks receive it."""
-        keys = ("layers", "d_model", "heads", "kv_heads", "head_dim", "d_ff")
-        return cls(**{key: summary[key] for key in keys}, vocab=summary["vocab_size"],
-                   tied_embeddings=summary["tied_embeddings"], qkv_bias=summary["arch"] == "qwen2")
+        keys = ("layers", "d_model", "heads", "kv_heads", "head_dim", "d_ff", "tied_embeddings", "qkv_bias")
+        return cls(**{key: summary[key] for key in keys}, vocab=summary["vocab_size"])
 
     @property
     def q_dim(self) -> int:

@@ -32,7 +32,7 @@ def model_summary(model: LoadedModel) -> dict:
         "name": model.name, "source": model.source, "arch": c.arch, "params": c.n_params,
         "layers": c.n_layers, "heads": c.n_heads, "kv_heads": c.n_kv_heads, "head_dim": c.head_dim,
         "d_model": c.d_model, "d_ff": c.d_ff, "vocab_size": c.vocab_size, "tied_embeddings": c.tied_embeddings,
-        "max_context": c.max_context, "weight_bytes": c.weight_bytes, "kv_bytes_per_token": c.kv_bytes_per_token,
+        "qkv_bias": c.qkv_bias, "max_context": c.max_context, "weight_bytes": c.weight_bytes, "kv_bytes_per_token": c.kv_bytes_per_token,
         "fingerprint": model.fingerprint,
     }
 

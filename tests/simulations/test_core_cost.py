@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -131,10 +133,12 @@ def test_prefill_is_compute_heavy_and_decode_memory_heavy(tiny):
     assert prefill_cost(shape, 512).intensity > 10 * decode_cost(shape, 512).intensity
 
 
-def test_the_summary_a_trace_carries_gives_back_the_models_shape(tiny):
+@pytest.mark.parametrize("overrides", [{}, {"qkv_bias": True, "tied_embeddings": False, "arch": "qwen2"}])
+def test_the_summary_a_trace_carries_gives_back_the_models_shape(tiny, overrides):
     from simulations.loader import model_summary
 
-    assert ModelShape.from_summary(model_summary(tiny)) == tiny.config.shape
+    model = dataclasses.replace(tiny, config=tiny_config(**overrides))
+    assert ModelShape.from_summary(model_summary(model)) == model.config.shape
 
 
 def test_observing_a_pass_does_not_change_its_logits(tiny):
