@@ -10,6 +10,10 @@ from pathlib import Path
 # Fixed slugs, the same in every language; the order is the reading order.
 CHAPTER_SLUGS: tuple[str, ...] = ("two-phases", "prefill", "decode", "ttft-tps", "bottleneck", "summary")
 PAGE_SLUGS: tuple[str, ...] = ("index", *CHAPTER_SLUGS)
+# Appendices follow the chapters in the navigation, without a number. They are reference material a reader
+# consults (generated tables of published measurements), not part of the reading path, so the landing page's
+# reading time leaves them out.
+APPENDIX_SLUGS: tuple[str, ...] = ("projections",)
 
 # Typical silent-reading speeds: Han characters per minute and words per minute.
 HAN_CHARS_PER_MINUTE = 300

@@ -39,3 +39,9 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
     if _site is None:
         return markdown
     return _site.page_markdown(markdown, page)
+
+
+def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    if _site is None:
+        return html
+    return _site.page_content(html, page)

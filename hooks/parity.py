@@ -1,5 +1,6 @@
-"""Translation parity: every language has every page, the same demo blocks in the same order and the
-same number of headings as the reference language.
+"""Translation parity: every language has every page, the same demo blocks in the same order, the same
+number of headings, the same generated-content markers (<!-- pd:NAME -->) in the same order and the same
+checked claims (the same conditions, in any order) as the reference language.
 
 Run on its own:  python -m hooks.parity [DOCS_DIR] [--reference zh]
 """
@@ -9,14 +10,18 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from hooks.claims.syntax import find_claims
+
 _FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=fence)\s*$", re.S | re.M)
 _HEADING = re.compile(r"^#{1,6}\s+\S", re.M)
 _KIND = re.compile(r"^kind\s*:\s*(\S+)", re.M)
+_MARKER = re.compile(r"<!--\s*pd:([a-z0-9-]+)\s*-->")
 STRINGS_FILE = "demo-strings.yml"
 
 
@@ -24,17 +29,33 @@ STRINGS_FILE = "demo-strings.yml"
 class PageShape:
     demo_kinds: tuple[str, ...]
     headings: int
+    markers: tuple[str, ...] = ()
+    # Each claim's conditions, whitespace folded: the words are translated, what they are checked against is not.
+    claims: tuple[tuple[str, ...], ...] = ()
 
 
 def page_shape(markdown: str) -> PageShape:
-    """What must match across languages: the demo kinds in order and the heading count."""
+    """What must match across languages: the demo kinds in order, the heading count, the markers a hook
+    replaces with generated content (the reading time, a generated table…), in order, and the claims."""
     kinds = []
     for fence in _FENCE.finditer(markdown):
         if fence.group("info").strip().split(" ")[0] == "demo":
             kind = _KIND.search(fence.group("body"))
             kinds.append(kind.group(1) if kind else "?")
     prose = _FENCE.sub("", markdown)
-    return PageShape(tuple(kinds), len(_HEADING.findall(prose)))
+    claims = tuple(tuple(" ".join(a.condition.split()) for a in claim.alternatives) for claim in find_claims(markdown))
+    return PageShape(tuple(kinds), len(_HEADING.findall(prose)), tuple(_MARKER.findall(prose)), claims)
+
+
+def _claims_problems(page: Path, have: PageShape, ref_page: Path, want: PageShape) -> list[str]:
+    """Claims the translation lacks or adds, by their conditions (a translation may reorder sentences)."""
+
+    def shown(conditions: tuple[str, ...]) -> str:
+        return " | ".join(f"`{c}`" for c in conditions) or "(no condition)"
+
+    missing, extra = Counter(want.claims) - Counter(have.claims), Counter(have.claims) - Counter(want.claims)
+    return ([f"{page}: lacks the claim checking {shown(c)} (as in {ref_page})" for c in missing.elements()]
+            + [f"{page}: has a claim checking {shown(c)} that {ref_page} does not have" for c in extra.elements()])
 
 
 def language_dirs(docs_dir: Path) -> list[Path]:
@@ -83,6 +104,11 @@ def parity_problems(docs_dir: Path, reference: str = "zh") -> list[str]:
                 )
             if have.headings != want.headings:
                 problems.append(f"{page}: {have.headings} headings, but {ref_page} has {want.headings}")
+            if have.markers != want.markers:
+                problems.append(
+                    f"{page}: generated-content markers {list(have.markers)} differ from {ref_page} {list(want.markers)}"
+                )
+            problems += _claims_problems(page, have, ref_page, want)
         for extra_page in sorted(set(p.name for p in other.glob("*.md")) - set(p.name for p in ref_dir.glob("*.md"))):
             problems.append(f"{other / extra_page}: no such page in {ref_dir} (the reference language)")
         problems += _strings_problems(ref_dir, other)

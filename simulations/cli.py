@@ -161,12 +161,22 @@ def cmd_project(args, progress) -> dict:
 
     kwargs = {k: v for k, v in {"models": args.models, "devices": args.devices,
                                 "prompt_lengths": args.prompt_lengths}.items() if v}
-    return project(**kwargs)
+    try:
+        return project(**kwargs)
+    except ValueError as error:  # an unknown model or device name: the message lists the allowed ones
+        raise SimulationError(str(error)) from None
 
 
 def show_project(result: dict) -> str:
-    cols = ["model", "device", "dtype", "prompt_tokens", "ttft_ms", "decode_ms_per_token", "tps", "kv_bytes_per_token"]
-    return "projected (roofline model, not measured)\n\n" + table(result["projections"], cols)
+    cols = ["model", "device", "dtype", "prompt_tokens", "ttft_ms", "decode_ms_per_token", "tps",
+            "prefill_crossover_tokens", "kv_bytes_per_token"]
+    validation_cols = ["id", "software", "published_tps", "bound_tps", "fraction"]
+    summary_cols = ["device_class", "phase", "rows", "min", "median", "max"]
+    return "\n\n".join([
+        "projected (roofline model, not measured)", table(result["projections"], cols),
+        "published llama.cpp measurements beside their roofline bound (fraction = published ÷ bound, never above 1)",
+        table(result["validation"], validation_cols), table(result["validation_summary"], summary_cols),
+    ])
 
 
 COMMANDS = {

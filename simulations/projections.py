@@ -4,17 +4,19 @@ Each phase takes as long as its slower ceiling allows:
 
     time = max(FLOPs / peak FLOP/s, bytes moved / memory bandwidth)
 
-with FLOPs and bytes counted from the model's shapes and the device's figures
-taken from vendor datasheets (simulations/data/accelerators.json). No
-efficiency factors: a projection is the best case the hardware permits, and
-`validate()` checks it against published llama.cpp measurements
-(see simulations/PROJECTIONS.md for the tolerance and where it breaks down).
+with FLOPs and bytes counted from the model's shapes and the device's figures taken from vendor
+datasheets (simulations/data/accelerators.json). No efficiency factors: a projection is the best case
+the hardware permits — a bound real software stays under. `validate()` sets published llama.cpp
+measurements beside their bounds (see simulations/PROJECTIONS.md for the method and its limits).
 
 Conventions (kept deliberately simple and explicit):
-- dtypes: `fp16` stores weights in 2 bytes; `q4` in 4.5 bits (llama.cpp Q4_0: 32 four-bit weights
-  plus one fp16 scale per block). Both compute at the device's fp16 rate — q4 weights are
-  dequantized to fp16 inside the matmul (weight-only quantization, W4A16).
-- The KV cache is fp16 for both dtypes: 2 (K and V) × layers × KV heads × head dim × 2 bytes per token.
+- Precisions (models.json → precisions): fp16, q8_0, q4_0, q4_k_m; `q4` is an alias of q4_0. Weights
+  take the format's bits per weight, or a real GGUF file's (file size ÷ parameters, as llama-bench
+  prints them) where models.json has one for that model.
+- Compute rate: fp16 weights at the device's dense fp16 tensor rate; quantized weights at its int8
+  rate where it has one (llama.cpp multiplies quantized weights by int8-quantized activations on
+  tensor cores), else at fp16 (dequantized inside the matmul).
+- The KV cache is fp16: 2 (K and V) × layers × KV heads × head dim × 2 bytes per token.
 - Weights read per forward pass: every matrix that takes part in a matmul (the layers and the LM
   head), once. The embedding lookup reads only a few rows of an untied table and is not counted.
 - Prefill produces the first token, so only the last position goes through the LM head.
@@ -26,16 +28,16 @@ Conventions (kept deliberately simple and explicit):
 from __future__ import annotations
 
 import json
+import statistics
 from functools import cache
 from importlib import resources
 from typing import Any
 
-PROJECTION_DTYPES = ("fp16", "q4")
-BITS_PER_WEIGHT = {"fp16": 16.0, "q4": 4.5}
-COMPUTE_RATE_FOR = {"fp16": "fp16", "q4": "fp16"}  # which peak_flops entry each storage dtype computes at
+PROJECTION_DTYPES = ("fp16", "q8_0", "q4_0", "q4_k_m")
 KV_BYTES_PER_VALUE = 2  # fp16 KV cache
 KV_REFERENCE_TOKENS = 4096  # "the KV cache at 4k tokens"
-VALIDATION_RATIO_RANGE = (0.5, 1.05)  # measured ÷ projected tokens/s must fall in here; see PROJECTIONS.md
+DEVICE_CLASSES = ("datacenter GPU", "consumer GPU", "Apple GPU", "NPU")
+LONGEST_PROMPT_SEARCHED = 1 << 24  # a prefill still memory-bound here never becomes compute-bound in practice
 
 
 @cache
@@ -45,9 +47,47 @@ def load_data(name: str) -> dict[str, Any]:
     return json.loads(text)
 
 
-def value(entry: Any) -> float:
-    """The number of a sourced field ({"value": x, "source": ...}) or a plain number."""
-    return float(entry["value"] if isinstance(entry, dict) else entry)
+def value(entry: Any, *, pessimistic: bool = False) -> float:
+    """The number of a sourced field ({"value": x, "source": ...}) or a plain number.
+
+    `pessimistic` takes the field's `low` end where the data gives one (an uncertain figure).
+    """
+    if isinstance(entry, dict):
+        if pessimistic and "low" in entry:
+            return value(entry["low"])
+        return float(entry["value"])
+    return float(entry)
+
+
+# --- precisions ------------------------------------------------------------------------------------
+
+
+def precision_of(dtype: str) -> str:
+    """The canonical precision of a name or alias ('q4' → 'q4_0'); unknown names list the allowed ones."""
+    models = load_data("models")
+    canonical = models["precision_aliases"].get(dtype, dtype)
+    if canonical not in models["precisions"]:
+        allowed = [*models["precisions"], *models["precision_aliases"]]
+        raise ValueError(f"unknown precision {dtype!r} — allowed: {', '.join(allowed)}")
+    return canonical
+
+
+def nominal_bits_per_weight(dtype: str) -> float:
+    return value(load_data("models")["precisions"][precision_of(dtype)]["bits_per_weight"])
+
+
+def bits_per_weight(model_id: str, dtype: str) -> float:
+    """Bits per weight of this model in this precision: a real GGUF file's if known, else the format's."""
+    file = load_data("models")["gguf_files"].get(f"{model_id}/{precision_of(dtype)}")
+    if file is None:
+        return nominal_bits_per_weight(dtype)
+    return file["size_gib"] * 2**30 * 8 / (file["params_billion"] * 1e9)
+
+
+def compute_rate_for(device: dict[str, Any], dtype: str) -> str:
+    """Which of the device's peak_flops entries a precision computes at (see the module docstring)."""
+    quantized = load_data("models")["precisions"][precision_of(dtype)]["quantized"]
+    return "int8" if quantized and "int8" in device["peak_flops"] else "fp16"
 
 
 # --- counting, from a model's shapes -------------------------------------------------------------
@@ -77,8 +117,9 @@ def matmul_params(m: dict[str, Any]) -> int:
     return m["layers"] * layer_params(m) + lm_head_params(m)
 
 
-def weight_bytes(m: dict[str, Any], dtype: str) -> float:
-    return matmul_params(m) * BITS_PER_WEIGHT[dtype] / 8
+def weight_bytes(m: dict[str, Any], bits: float) -> float:
+    """Bytes of the matmul weights at `bits` per weight."""
+    return matmul_params(m) * bits / 8
 
 
 def kv_bytes_per_token(m: dict[str, Any]) -> int:
@@ -96,16 +137,16 @@ def prefill_flops(m: dict[str, Any], prompt_tokens: int) -> int:
     return layers + attention_flops(m, causal_pairs) + 2 * lm_head_params(m)
 
 
-def prefill_bytes(m: dict[str, Any], dtype: str, prompt_tokens: int) -> float:
-    return weight_bytes(m, dtype) + prompt_tokens * kv_bytes_per_token(m)
+def prefill_bytes(m: dict[str, Any], bits: float, prompt_tokens: int) -> float:
+    return weight_bytes(m, bits) + prompt_tokens * kv_bytes_per_token(m)
 
 
 def decode_flops(m: dict[str, Any], context: int) -> int:
     return 2 * matmul_params(m) + attention_flops(m, context + 1)
 
 
-def decode_bytes(m: dict[str, Any], dtype: str, context: int) -> float:
-    return weight_bytes(m, dtype) + (context + 1) * kv_bytes_per_token(m)
+def decode_bytes(m: dict[str, Any], bits: float, context: int) -> float:
+    return weight_bytes(m, bits) + (context + 1) * kv_bytes_per_token(m)
 
 
 # --- the roofline ----------------------------------------------------------------------------------
@@ -120,26 +161,63 @@ def bound(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> s
     return "compute" if flops / peak_flops >= nbytes / bandwidth else "memory"
 
 
-def device_peak_flops(device: dict[str, Any], dtype: str) -> float:
-    return value(device["peak_flops"][COMPUTE_RATE_FOR[dtype]])
+def device_peak_flops(device: dict[str, Any], dtype: str, *, pessimistic: bool = False) -> float:
+    return value(device["peak_flops"][compute_rate_for(device, dtype)], pessimistic=pessimistic)
 
 
-def prefill_seconds(m: dict[str, Any], device: dict[str, Any], dtype: str, prompt_tokens: int) -> float:
+def device_bandwidth(device: dict[str, Any], *, pessimistic: bool = False) -> float:
+    return value(device["bandwidth_bytes_per_s"], pessimistic=pessimistic)
+
+
+def is_uncertain(device: dict[str, Any]) -> bool:
+    """True when a figure of the device is known only as a range (the data gives a `low` end)."""
+    entries = [device["bandwidth_bytes_per_s"], *device["peak_flops"].values()]
+    return any(isinstance(entry, dict) and "low" in entry for entry in entries)
+
+
+def prefill_seconds(m: dict[str, Any], device: dict[str, Any], dtype: str, bits: float, prompt_tokens: int,
+                    *, pessimistic: bool = False) -> float:
     return roofline_seconds(
         prefill_flops(m, prompt_tokens),
-        prefill_bytes(m, dtype, prompt_tokens),
-        device_peak_flops(device, dtype),
-        value(device["bandwidth_bytes_per_s"]),
+        prefill_bytes(m, bits, prompt_tokens),
+        device_peak_flops(device, dtype, pessimistic=pessimistic),
+        device_bandwidth(device, pessimistic=pessimistic),
     )
 
 
-def decode_seconds(m: dict[str, Any], device: dict[str, Any], dtype: str, context: int) -> float:
+def decode_seconds(m: dict[str, Any], device: dict[str, Any], dtype: str, bits: float, context: int,
+                   *, pessimistic: bool = False) -> float:
     return roofline_seconds(
         decode_flops(m, context),
-        decode_bytes(m, dtype, context),
-        device_peak_flops(device, dtype),
-        value(device["bandwidth_bytes_per_s"]),
+        decode_bytes(m, bits, context),
+        device_peak_flops(device, dtype, pessimistic=pessimistic),
+        device_bandwidth(device, pessimistic=pessimistic),
     )
+
+
+def crossover_tokens(m: dict[str, Any], device: dict[str, Any], dtype: str, bits: float) -> int | None:
+    """Smallest prompt length whose prefill is compute-bound: FLOPs ÷ peak ≥ bytes ÷ bandwidth.
+
+    Per extra prompt token the FLOPs grow by 2 per weight (plus attention) while the bytes grow only by
+    one token's KV cache, so once compute-bound a prefill stays so: a doubling then bisection search
+    finds the first length. None if it is still memory-bound at LONGEST_PROMPT_SEARCHED tokens.
+    """
+    peak, bandwidth = device_peak_flops(device, dtype), device_bandwidth(device)
+
+    def compute_bound(tokens: int) -> bool:
+        return prefill_flops(m, tokens) / peak >= prefill_bytes(m, bits, tokens) / bandwidth
+
+    if compute_bound(1):
+        return 1
+    low, high = 1, 2  # invariant: memory-bound at `low`
+    while not compute_bound(high):
+        if high >= LONGEST_PROMPT_SEARCHED:
+            return None
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if compute_bound(middle) else (middle, high)
+    return high
 
 
 # --- sources ---------------------------------------------------------------------------------------
@@ -158,7 +236,11 @@ def _source_ids(entry: Any) -> set[str]:
 
 
 def _cite(source_id: str, sources: dict[str, Any]) -> dict[str, str]:
-    return {"id": source_id, "title": sources[source_id]["title"], "url": sources[source_id]["url"]}
+    """A source as the output carries it: id, title, URL (and a short name for link texts, if the data has one)."""
+    cited = {"id": source_id, "title": sources[source_id]["title"], "url": sources[source_id]["url"]}
+    if "short" in sources[source_id]:
+        cited["short"] = sources[source_id]["short"]
+    return cited
 
 
 def device_sources(device_id: str) -> list[dict[str, str]]:
@@ -171,36 +253,63 @@ def model_sources(model_id: str) -> list[dict[str, str]]:
     return [_cite(s, data["sources"]) for s in sorted(_source_ids(data["models"][model_id]))]
 
 
+def precision_sources(model_id: str, dtype: str) -> list[dict[str, str]]:
+    """Where this model's bits per weight in this precision come from (its GGUF file, else the format)."""
+    data = load_data("models")
+    canonical = precision_of(dtype)
+    entry = data["gguf_files"].get(f"{model_id}/{canonical}", data["precisions"][canonical])
+    return [_cite(s, data["sources"]) for s in sorted(_source_ids(entry))]
+
+
 # --- projections -----------------------------------------------------------------------------------
+
+
+def prefill_crossover_tokens(model_id: str, device_id: str, dtype: str) -> int | None:
+    """The smallest prompt length at which this model's prefill is compute-bound on this device."""
+    m = load_data("models")["models"][model_id]
+    device = load_data("accelerators")["devices"][device_id]
+    return crossover_tokens(m, device, dtype, bits_per_weight(model_id, dtype))
 
 
 def project_one(model_id: str, device_id: str, dtype: str, prompt_tokens: int) -> dict[str, Any]:
     """TTFT, per-token decode latency, TPS and KV-cache size for one model × device × dtype × prompt length."""
     m = load_data("models")["models"][model_id]
     device = load_data("accelerators")["devices"][device_id]
+    bits = bits_per_weight(model_id, dtype)
     memory = value(device["memory_bytes"])
-    peak, bandwidth = device_peak_flops(device, dtype), value(device["bandwidth_bytes_per_s"])
+    peak, bandwidth = device_peak_flops(device, dtype), device_bandwidth(device)
     kv_per_token = kv_bytes_per_token(m)
-    p_flops, p_bytes = prefill_flops(m, prompt_tokens), prefill_bytes(m, dtype, prompt_tokens)
-    d_flops, d_bytes = decode_flops(m, prompt_tokens), decode_bytes(m, dtype, prompt_tokens)
+    p_flops, p_bytes = prefill_flops(m, prompt_tokens), prefill_bytes(m, bits, prompt_tokens)
+    d_flops, d_bytes = decode_flops(m, prompt_tokens), decode_bytes(m, bits, prompt_tokens)
+    ttft_ms = 1000 * roofline_seconds(p_flops, p_bytes, peak, bandwidth)
     decode_ms = 1000 * roofline_seconds(d_flops, d_bytes, peak, bandwidth)
-    memory_needed = weight_bytes(m, dtype) + (prompt_tokens + 1) * kv_per_token
+    # The pessimistic end of an uncertain device's figures (equal to the bound when nothing is uncertain).
+    ttft_worst = 1000 * prefill_seconds(m, device, dtype, bits, prompt_tokens, pessimistic=True)
+    decode_worst = 1000 * decode_seconds(m, device, dtype, bits, prompt_tokens, pessimistic=True)
+    memory_needed = weight_bytes(m, bits) + (prompt_tokens + 1) * kv_per_token
     return {
         "id": f"{model_id}/{device_id}/{dtype}",
         "model": model_id,
         "device": device_id,
         "dtype": dtype,
+        "precision": precision_of(dtype),
+        "bits_per_weight": bits,
         "prompt_tokens": prompt_tokens,
-        "ttft_ms": 1000 * roofline_seconds(p_flops, p_bytes, peak, bandwidth),
+        "ttft_ms": ttft_ms,
         "decode_ms_per_token": decode_ms,
         "tps": 1000 / decode_ms,
+        "uncertain": is_uncertain(device),
+        "ttft_ms_range": [ttft_ms, ttft_worst],
+        "decode_ms_range": [decode_ms, decode_worst],
+        "tps_range": [1000 / decode_worst, 1000 / decode_ms],
         "prefill_bound": bound(p_flops, p_bytes, peak, bandwidth),
         "decode_bound": bound(d_flops, d_bytes, peak, bandwidth),
+        "prefill_crossover_tokens": crossover_tokens(m, device, dtype, bits),
         "prefill_flops": p_flops,
         "prefill_bytes": p_bytes,
         "decode_flops": d_flops,
         "decode_bytes": d_bytes,
-        "weight_bytes": weight_bytes(m, dtype),
+        "weight_bytes": weight_bytes(m, bits),
         "kv_bytes_per_token": kv_per_token,
         "kv_bytes": prompt_tokens * kv_per_token,
         "kv_share_of_memory": prompt_tokens * kv_per_token / memory,
@@ -209,7 +318,7 @@ def project_one(model_id: str, device_id: str, dtype: str, prompt_tokens: int) -
         "memory_needed_bytes": memory_needed,
         "fits": memory_needed <= memory,
         "projected": True,
-        "sources": device_sources(device_id) + model_sources(model_id),
+        "sources": device_sources(device_id) + model_sources(model_id) + precision_sources(model_id, dtype),
     }
 
 
@@ -219,15 +328,23 @@ def default_models() -> list[str]:
     return [model_id for model_id, m in models.items() if not m.get("validation_only")]
 
 
+def projection_dtypes() -> tuple[str, ...]:
+    """Every precision, then every alias (so ids such as llama-3.1-8b/rtx-4090/q4 keep resolving)."""
+    return (*PROJECTION_DTYPES, *load_data("models")["precision_aliases"])
+
+
 def devices_summary(device_ids: list[str]) -> dict[str, Any]:
     devices = load_data("accelerators")["devices"]
     return {
         device_id: {
             "name": devices[device_id]["name"],
             "kind": devices[device_id]["kind"],
+            "class": devices[device_id]["class"],
+            "uncertain": is_uncertain(devices[device_id]),
             "memory_bytes": value(devices[device_id]["memory_bytes"]),
-            "bandwidth": value(devices[device_id]["bandwidth_bytes_per_s"]),
-            "peak_flops": {dtype: device_peak_flops(devices[device_id], dtype) for dtype in PROJECTION_DTYPES},
+            "bandwidth": device_bandwidth(devices[device_id]),
+            "bandwidth_low": device_bandwidth(devices[device_id], pessimistic=True),
+            "peak_flops": {dtype: device_peak_flops(devices[device_id], dtype) for dtype in projection_dtypes()},
             "sources": device_sources(device_id),
         }
         for device_id in device_ids
@@ -243,7 +360,8 @@ def models_summary(model_ids: list[str]) -> dict[str, Any]:
             **{key: models[model_id][key] for key in shape_keys},
             "params": value(models[model_id]["params"]),
             "kv_bytes_per_token": kv_bytes_per_token(models[model_id]),
-            "weight_bytes": {dtype: weight_bytes(models[model_id], dtype) for dtype in PROJECTION_DTYPES},
+            "weight_bytes": {dtype: weight_bytes(models[model_id], bits_per_weight(model_id, dtype))
+                             for dtype in projection_dtypes()},
             "sources": model_sources(model_id),
         }
         for model_id in model_ids
@@ -264,19 +382,22 @@ def project(
         project_one(model_id, device_id, dtype, n)
         for model_id in model_ids
         for device_id in device_ids
-        for dtype in PROJECTION_DTYPES
+        for dtype in projection_dtypes()
         for n in prompt_lengths
     ]
+    validation = validate()
     return {
         "projections": projections,
         "devices": devices_summary(device_ids),
         "models": models_summary(model_ids),
-        "validation": validate(),
+        "validation": validation,
+        "validation_summary": validation_summary(validation),
         "method": (
-            "Roofline: time = max(FLOPs / peak FLOP/s, bytes / bandwidth) per phase, no efficiency factors. "
-            "TTFT = prefill of the prompt; decode_ms_per_token = one step with the prompt in the KV cache. "
-            "fp16 weights 2 bytes, q4 4.5 bits (Q4_0), both computed at the fp16 tensor rate; fp16 KV cache. "
-            "Dense (non-sparse) vendor peaks. Projected, not measured."
+            "Roofline: time = max(FLOPs / peak FLOP/s, bytes / bandwidth) per phase, no efficiency factors: "
+            "a bound real software stays under. TTFT = prefill of the prompt; decode_ms_per_token = one step "
+            "with the prompt in the KV cache. Weights at their precision's bits per weight (a real GGUF file's "
+            "where known); fp16 computes at the dense fp16 tensor rate, quantized weights at the int8 rate "
+            "where the device has one; fp16 KV cache. Dense (non-sparse) vendor peaks. Projected, not measured."
         ),
     }
 
@@ -287,36 +408,77 @@ def _check_known(ids: list[str], known: dict[str, Any], what: str) -> None:
         raise ValueError(f"unknown {what} {', '.join(unknown)} — allowed: {', '.join(known)}")
 
 
-# --- validation against published measurements ---------------------------------------------------
+# --- published measurements beside their bounds ---------------------------------------------------
+
+
+def _check_published(result: dict[str, Any]) -> None:
+    """A published row must name a known model, device and precision, and a phase the test implies."""
+    where = f"simulations/data/accelerators.json: published result {result.get('id', '?')!r}"
+    for key, known in (("model", load_data("models")["models"]), ("device", load_data("accelerators")["devices"])):
+        if result.get(key) not in known:
+            raise ValueError(f"{where}: unknown {key} {result.get(key)!r} — allowed: {', '.join(known)}")
+    try:
+        precision_of(result.get("precision", ""))
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    if result.get("phase") not in ("prefill", "decode"):
+        raise ValueError(f"{where}: phase {result.get('phase')!r} — allowed: prefill, decode")
 
 
 def validate() -> list[dict[str, Any]]:
-    """Each published llama.cpp result next to the projection for the same model, device, dtype and length."""
+    """Each published llama.cpp result beside the roofline bound for the same model, device, precision and length."""
     data = load_data("accelerators")
+    models = load_data("models")
     rows = []
     for result in data["published_results"]:
-        m = load_data("models")["models"][result["model"]]
-        device = data["devices"][result["device"]]
-        n, dtype = result["context_tokens"], result["dtype"]
+        _check_published(result)
+        model_id, device_id, dtype = result["model"], result["device"], result["precision"]
+        m, device = models["models"][model_id], data["devices"][device_id]
+        bits = bits_per_weight(model_id, dtype)
+        n = result["context_tokens"]
         if result["phase"] == "prefill":
-            projected_tps = n / prefill_seconds(m, device, dtype, n)
+            bound_tps = n / prefill_seconds(m, device, dtype, bits, n)
         else:
-            projected_tps = 1 / decode_seconds(m, device, dtype, n)
-        measured_tps = float(result["tokens_per_s"])
-        ratio = measured_tps / projected_tps
+            bound_tps = 1 / decode_seconds(m, device, dtype, bits, n)
+        published_tps = float(result["tokens_per_s"])
         rows.append(
             {
                 "id": result["id"],
-                "model": result["model"],
-                "device": result["device"],
+                "model": model_id,
+                "model_name": m["name"],
+                "device": device_id,
+                "device_name": device["name"],
+                "device_class": device["class"],
                 "dtype": dtype,
+                "precision_name": models["precisions"][precision_of(dtype)]["name"],
+                "bits_per_weight": bits,
                 "phase": result["phase"],
                 "test": result["test"],
-                "measured_tps": measured_tps,
-                "projected_tps": projected_tps,
-                "ratio": ratio,
-                "within_tolerance": VALIDATION_RATIO_RANGE[0] <= ratio <= VALIDATION_RATIO_RANGE[1],
+                "context_tokens": n,
+                "published_tps": published_tps,
+                "bound_tps": bound_tps,
+                "fraction": published_tps / bound_tps,
+                "software": result["software"],
+                "date": result["date"],
+                "note": result.get("note", ""),
                 "source": _cite(result["source"], data["sources"]),
             }
         )
     return rows
+
+
+def validation_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per device class and phase: how many published rows, and the min / median / max fraction of the bound."""
+    summary = []
+    for device_class in DEVICE_CLASSES:
+        for phase in ("prefill", "decode"):
+            fractions = [r["fraction"] for r in rows if r["device_class"] == device_class and r["phase"] == phase]
+            summary.append({
+                "device_class": device_class,
+                "phase": phase,
+                "rows": len(fractions),
+                "min": min(fractions) if fractions else None,
+                "median": statistics.median(fractions) if fractions else None,
+                "max": max(fractions) if fractions else None,
+            })
+    return summary

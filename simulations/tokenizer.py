@@ -8,7 +8,7 @@ renders chat prompts. No BOS token is prepended (SmolLM2 and Qwen2 set add_bos_t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
@@ -66,7 +66,7 @@ def byte_level_alphabet() -> list[str]:
 
 
 def _utf8_characters(data: bytes) -> list[tuple[int, int, str | None]]:
-    """Split bytes into UTF-8 characters: (start, end, text); an invalid or cut-off byte gets None."""
+    """Split bytes into UTF-8 characters: (start, end, text); an invalid byte or a cut-off character gets None."""
     chars, i = [], 0
     while i < len(data):
         lead = data[i]
@@ -75,10 +75,25 @@ def _utf8_characters(data: bytes) -> list[tuple[int, int, str | None]]:
             text = data[i : i + width].decode("utf-8") if width and i + width <= len(data) else None
         except UnicodeDecodeError:
             text = None
-        width = width if text is not None else 1
+        if text is None:
+            # A cut-off character keeps its lead byte and the continuation bytes that follow together.
+            n = 1
+            while width and n < width and i + n < len(data) and data[i + n] >> 6 == 2:
+                n += 1
+            width = n
         chars.append((i, i + width, text))
         i += width
     return chars
+
+
+def _hex_by_character(piece: bytes, characters: list[int]) -> str:
+    """A token's bytes in hex, " | " where one character ends and the next begins: "E8 AF | B7"."""
+    groups: list[list[str]] = []
+    for n, (byte, char) in enumerate(zip(piece, characters, strict=True)):
+        if n == 0 or char != characters[n - 1]:
+            groups.append([])
+        groups[-1].append(f"{byte:02X}")
+    return " | ".join(" ".join(group) for group in groups)
 
 
 @dataclass
@@ -86,6 +101,8 @@ class ChatPrompt:
     text: str
     system_prompt: str | None  # the system prompt actually placed in the text
     system_prompt_is_default: bool  # True when it came from the template's built-in default
+    # Where the reader's message and the system prompt sit in `text` (character offsets, end excluded).
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 class Tokenizer:
@@ -134,10 +151,12 @@ class Tokenizer:
         return bytes(table[c] for c in self.tokens[token_id] if c in table)
 
     def display(self, ids: list[int]) -> list[dict]:
-        """[{id, text, partial}] per token, decoding the byte pieces of the whole sequence.
+        """[{id, text, partial, bytes}] per token, decoding the byte pieces of the whole sequence.
 
         A token that carries only part of a multi-byte UTF-8 character (common for Chinese) shows
-        the whole character(s) it contributes to, with partial=True.
+        the whole character(s) it contributes to, with partial=True; a character that never completes
+        in the sequence shows as U+FFFD. `bytes` is the token's own bytes in hex, with " | " between
+        bytes of different characters ("E8 AF | B7"); empty for control tokens, which are not text.
         """
         pieces = [self.token_bytes(i) for i in ids]
         chars = _utf8_characters(b"".join(pieces))  # (start byte, end byte, text or None if invalid)
@@ -147,12 +166,26 @@ class Tokenizer:
             begin, end = offset, offset + len(piece)
             offset = end
             if not piece:
-                out.append({"id": int(token_id), "text": "", "partial": False})
+                out.append({"id": int(token_id), "text": "", "partial": False, "bytes": ""})
                 continue
             covered = chars[char_of_byte[begin] : char_of_byte[end - 1] + 1]
             whole = covered[0][0] == begin and covered[-1][1] == end and all(c[2] is not None for c in covered)
             text = "".join(c[2] if c[2] is not None else "\ufffd" for c in covered)
-            out.append({"id": int(token_id), "text": text, "partial": not whole})
+            shown_bytes = "" if token_id in self.special_ids else _hex_by_character(piece, char_of_byte[begin:end])
+            out.append({"id": int(token_id), "text": text, "partial": not whole, "bytes": shown_bytes})
+        return out
+
+    def roles(self, ids: list[int], text: str, spans: dict[str, tuple[int, int]]) -> list[str]:
+        """Each token's role in `text`: the name of the span (character offsets) holding any of its
+        bytes, "user" first, else "template" (the chat template's own markup)."""
+        def byte_span(span: tuple[int, int]) -> tuple[int, int]:
+            return len(text[: span[0]].encode("utf-8")), len(text[: span[1]].encode("utf-8"))
+
+        byte_spans = [(role, byte_span(span)) for role, span in sorted(spans.items(), key=lambda s: s[0] != "user")]
+        out, offset = [], 0
+        for token_id in ids:
+            begin, offset = offset, offset + len(self.token_bytes(token_id))
+            out.append(next((role for role, (a, b) in byte_spans if begin < b and a < offset), "template"))
         return out
 
     # --- chat template ------------------------------------------------------------------------
@@ -175,20 +208,29 @@ class Tokenizer:
         """The prompt as the model sees it, ending where the assistant's answer begins."""
         is_default = system_prompt is None and self.default_system_prompt is not None
         system = self.default_system_prompt if system_prompt is None else system_prompt
+        # (role, text) in order: the template's own markup, the system prompt, the reader's message.
         if self.chat_format == "chatml":
-            head = f"<|im_start|>system\n{system}<|im_end|>\n" if system else ""
-            text = f"{head}<|im_start|>user\n{user_message}<|im_end|>\n<|im_start|>assistant\n"
+            head = [("template", "<|im_start|>system\n"), ("system", system), ("template", "<|im_end|>\n")]
+            head = head if system else []
+            tail = [("template", "<|im_start|>user\n"), ("user", user_message),
+                    ("template", "<|im_end|>\n<|im_start|>assistant\n")]
         elif self.chat_format == "llama3":
-            head = f"<|start_header_id|>system<|end_header_id|>\n\n{system}<|eot_id|>" if system else ""
-            text = (
-                f"<|begin_of_text|>{head}<|start_header_id|>user<|end_header_id|>\n\n{user_message}<|eot_id|>"
-                "<|start_header_id|>assistant<|end_header_id|>\n\n"
-            )
+            head = [("template", "<|begin_of_text|>")]
+            if system:
+                head += [("template", "<|start_header_id|>system<|end_header_id|>\n\n"), ("system", system),
+                         ("template", "<|eot_id|>")]
+            tail = [("template", "<|start_header_id|>user<|end_header_id|>\n\n"), ("user", user_message),
+                    ("template", "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")]
         else:
             raise ModelFileError(
                 "this model's chat template is not ChatML or Llama 3; record without the template (--no-chat)"
             )
-        return ChatPrompt(text=text, system_prompt=system or None, system_prompt_is_default=is_default)
+        text, spans = "", {}
+        for role, piece in head + tail:
+            if role != "template":
+                spans[role] = (len(text), len(text) + len(piece))
+            text += piece
+        return ChatPrompt(text=text, system_prompt=system or None, system_prompt_is_default=is_default, spans=spans)
 
     # --- persistence (so a warm load does not re-parse the GGUF) ------------------------------
 

@@ -53,22 +53,31 @@ def _step(step: Step, model: LoadedModel) -> dict:
 
 
 def prepare_prompt(model: LoadedModel, prompt: str, chat: bool, system_prompt: str | None) -> tuple[str, list[int], dict]:
-    """(rendered text, token ids, system-prompt facts); raises PromptError for empty/too-long prompts."""
+    """(rendered text, token ids, system-prompt facts and each token's role); raises PromptError for
+    empty or too-long prompts. Roles: "user" (the prompt itself), "system", "template"."""
     if not prompt or not prompt.strip():
         raise PromptError("the prompt is empty — give some text to send to the model")
     if chat:
         rendered = model.tokenizer.render_chat(prompt, system_prompt)
-        text, system = rendered.text, {"system_prompt": rendered.system_prompt,
-                                       "system_prompt_is_default": rendered.system_prompt_is_default}
+        text, spans = rendered.text, rendered.spans
+        system = {"system_prompt": rendered.system_prompt, "system_prompt_is_default": rendered.system_prompt_is_default}
     else:
-        text, system = prompt, {"system_prompt": None, "system_prompt_is_default": False}
+        text, spans = prompt, {"user": (0, len(prompt))}
+        system = {"system_prompt": None, "system_prompt_is_default": False}
     ids = model.tokenizer.encode(text)
     limit = model.config.max_context
     if len(ids) >= limit:
         raise PromptError(
             f"the prompt is {len(ids)} tokens; the model's context holds {limit} tokens including the answer"
         )
-    return text, ids, system
+    return text, ids, {**system, "roles": model.tokenizer.roles(ids, text, spans)}
+
+
+def prompt_record(model: LoadedModel, prompt: str, rendered: str, ids: list[int], roles: list[str]) -> dict:
+    """The trace's `prompt`: the reader's text, the text the model read, and its tokens as shown,
+    each with its bytes and its role (chat template, system prompt or the reader's own words)."""
+    tokens = [{**shown, "role": role} for shown, role in zip(model.tokenizer.display(ids), roles, strict=True)]
+    return {"text": prompt, "rendered": rendered, "tokens": tokens, "chars": len(prompt)}
 
 
 def record(
@@ -87,6 +96,7 @@ def record(
     if max_new_tokens < 1:
         raise PromptError("max_new_tokens must be at least 1")
     text, prompt_ids, system = prepare_prompt(model, prompt, chat, system_prompt)
+    roles = system.pop("roles")
     max_new_tokens = min(max_new_tokens, model.config.max_context - len(prompt_ids))
     tokenizer = model.tokenizer
     cache = KVCache.empty(model.config, len(prompt_ids) + max_new_tokens - 1)
@@ -113,7 +123,7 @@ def record(
         "machine": machine_info(),
         "settings": {"max_new_tokens": max_new_tokens, "chat": chat, **system, "temperature": temperature,
                      "top_k": top_k, "seed": seed},
-        "prompt": {"text": prompt, "rendered": text, "tokens": tokenizer.display(prompt_ids), "chars": len(prompt)},
+        "prompt": prompt_record(model, prompt, text, prompt_ids, roles),
         "steps": steps,
         "kv_slice": {
             "layer": layer, "kv_head": 0, "dims": dims,

@@ -1,6 +1,7 @@
 """`demo` fenced blocks: find them in a chapter's Markdown, parse their YAML, validate their options.
 
-Every error is a PluginError that names the source file, the line in that file and what is allowed.
+Every error is an AuthoringMistake (a PluginError) that names the source file, the line in that file
+and what is allowed; hooks/demos/site.py reports it at the block's place (hooks/authoring.py).
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from mkdocs.exceptions import PluginError
 
-KINDS: tuple[str, ...] = ("conversation", "prefill", "decode", "timeline", "roofline", "recap")
+from hooks.authoring import AuthoringMistake
+
+KINDS: tuple[str, ...] = ("conversation", "prefill", "decode", "timeline", "roofline", "recap", "device")
 # Kinds that record a prompt (and so need one).
 RECORDING_KINDS: frozenset[str] = frozenset({"conversation", "prefill", "decode"})
 
@@ -27,6 +29,7 @@ KIND_OPTIONS: dict[str, tuple[str, ...]] = {
     "timeline": ("prompt", "prompt_lengths", "projections"),
     "roofline": ("prompt", "projections"),
     "recap": ("prompt", "prompt_lengths"),
+    "device": ("prompt",),  # measured in the reader's browser, on a press; nothing recorded here
 }
 DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {"conversation": 64, "prefill": 1, "decode": 32}
 MAX_NEW_TOKENS_RANGE = (1, 256)
@@ -67,14 +70,14 @@ class DemoBlock:
     def prompt(self) -> str | None:
         return self.options.get("prompt")
 
-    def where(self, option: str | None = None) -> str:
-        line = self.option_lines.get(option, self.line) if option else self.line
-        return f"{self.src_path}:{line}"
+    def fail(self, option: str | None, what: str, allowed: str) -> AuthoringMistake:
+        """The mistake at this option's line (the block's opening line when it has none)."""
+        return fail(self.src_path, self.option_lines.get(option, self.line) if option else self.line, what, allowed)
 
 
-def fail(where: str, what: str, allowed: str) -> PluginError:
+def fail(src_path: str, line: int, what: str, allowed: str) -> AuthoringMistake:
     """The error every bad demo input raises: location, problem, what is allowed."""
-    return PluginError(f"{where}: {what} — allowed: {allowed}")
+    return AuthoringMistake(src_path, line, f"{what} — allowed: {allowed}")
 
 
 def iter_fences(lines: list[str]) -> Iterator[Fence]:
@@ -102,14 +105,29 @@ def demo_fences(markdown: str) -> list[Fence]:
     return [f for f in iter_fences(markdown.split("\n")) if is_demo_fence(f)]
 
 
-def parse_blocks(source: str, src_path: str) -> list[DemoBlock]:
-    """Every `demo` block of a page's raw source (front matter included, so lines match the file)."""
+@dataclass(frozen=True)
+class BlockSource:
+    """The text of one `demo` block: its body lines (dedented) and the 1-based line of its opening fence."""
+
+    line: int
+    body_lines: list[str]
+
+
+def block_sources(source: str) -> list[BlockSource]:
+    """Every `demo` block of a page's raw source, unparsed (front matter included, so lines match the file)."""
     lines = source.split("\n")
-    blocks = []
-    for index, fence in enumerate(f for f in iter_fences(lines) if is_demo_fence(f)):
-        body_lines = [_dedent(line, fence.indent) for line in lines[fence.start + 1 : fence.end]]
-        blocks.append(_parse_block(body_lines, src_path, fence.start + 1, index))
-    return blocks
+    return [BlockSource(fence.start + 1, [_dedent(line, fence.indent) for line in lines[fence.start + 1 : fence.end]])
+            for fence in iter_fences(lines) if is_demo_fence(fence)]
+
+
+def parse_blocks(source: str, src_path: str) -> list[DemoBlock]:
+    """Every `demo` block of a page's raw source; the first bad one raises its AuthoringMistake."""
+    return [parse_block(block, src_path, index) for index, block in enumerate(block_sources(source))]
+
+
+def parse_block(block: BlockSource, src_path: str, index: int) -> DemoBlock:
+    """One block's YAML as a DemoBlock (the index-th block of its page), or its AuthoringMistake."""
+    return _parse_block(block.body_lines, src_path, block.line, index)
 
 
 def _dedent(line: str, indent: str) -> str:
@@ -126,17 +144,17 @@ def _parse_block(body_lines: list[str], src_path: str, line: int, index: int) ->
         at = line + 1 + mark.line if mark is not None else line
         problem = getattr(error, "problem", None) or str(error).split("\n")[0]
         raise fail(
-            f"{src_path}:{at}", f"malformed YAML in demo block ({problem})",
+            src_path, at, f"malformed YAML in demo block ({problem})",
             "a YAML mapping such as `kind: conversation` and `prompt: ...`, one key per line",
         ) from None
     if not isinstance(data, dict):
-        raise fail(f"{src_path}:{line}", "a demo block must be a YAML mapping of options",
+        raise fail(src_path, line, "a demo block must be a YAML mapping of options",
                    f"`kind:` ({allowed_kinds}) and the options of that kind")
     option_lines = _option_lines(body_lines, line)
     kind = data.get("kind")
     if kind not in KINDS:
         what = "demo block has no `kind`" if kind is None else f"unknown demo kind {kind!r}"
-        raise fail(f"{src_path}:{option_lines.get('kind', line)}", what, allowed_kinds)
+        raise fail(src_path, option_lines.get("kind", line), what, allowed_kinds)
     return DemoBlock(kind=kind, options=dict(data), src_path=src_path, line=line, index=index,
                      option_lines=option_lines)
 
@@ -166,11 +184,11 @@ def validate(block: DemoBlock, limits: Limits) -> DemoBlock:
     allowed = COMMON_OPTIONS + KIND_OPTIONS[block.kind]
     for key in block.options:
         if key not in allowed:
-            raise fail(block.where(key), f"unknown option {key!r} for a {block.kind} demo", ", ".join(allowed))
+            raise block.fail(key, f"unknown option {key!r} for a {block.kind} demo", ", ".join(allowed))
     options = block.options
     note = options.get("note")
     if note is not None and (not isinstance(note, str) or len(note) > MAX_NOTE_CHARS):
-        raise fail(block.where("note"), "`note` must be a short text", f"a string of at most {MAX_NOTE_CHARS} characters")
+        raise block.fail("note", "`note` must be a short text", f"a string of at most {MAX_NOTE_CHARS} characters")
     if block.kind in RECORDING_KINDS:
         _validate_prompt(block, limits)
     if "prompt_lengths" in options:
@@ -182,7 +200,7 @@ def validate(block: DemoBlock, limits: Limits) -> DemoBlock:
     if "projections" in options:
         ids = options["projections"]
         if not isinstance(ids, list) or not ids or len(ids) > MAX_LIST_ITEMS:
-            raise fail(block.where("projections"), "`projections` must be a list of projection ids",
+            raise block.fail("projections", "`projections` must be a list of projection ids",
                        f"1 to {MAX_LIST_ITEMS} of: {', '.join(sorted(limits.projection_ids))}")
         options["projections"] = [_projection_id(block, "projections", value, limits) for value in ids]
     return block
@@ -192,21 +210,21 @@ def _validate_prompt(block: DemoBlock, limits: Limits) -> None:
     options = block.options
     prompt = options.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
-        raise fail(block.where("prompt"), f"a {block.kind} demo needs a `prompt`",
+        raise block.fail("prompt", f"a {block.kind} demo needs a `prompt`",
                    "a non-empty text, e.g. `prompt: Explain quantum computing in three sentences.`")
     low, high = MAX_NEW_TOKENS_RANGE
     max_new = options.setdefault("max_new_tokens", DEFAULT_MAX_NEW_TOKENS[block.kind])
     if isinstance(max_new, bool) or not isinstance(max_new, int) or not low <= max_new <= high:
-        raise fail(block.where("max_new_tokens"), f"`max_new_tokens: {max_new!r}` is out of range",
+        raise block.fail("max_new_tokens", f"`max_new_tokens: {max_new!r}` is out of range",
                    f"an integer from {low} to {high}")
     # `chat: false` feeds the prompt as plain text, without the chat template (e.g. to show its tokens).
     chat = options.setdefault("chat", True)
     if not isinstance(chat, bool):
-        raise fail(block.where("chat"), f"`chat: {chat!r}` is not a yes/no value",
+        raise block.fail("chat", f"`chat: {chat!r}` is not a yes/no value",
                    "`chat: true` (the default: the model's chat template) or `chat: false` (the bare prompt)")
     prompt_tokens = limits.count_prompt_tokens(prompt)  # with the template: an upper bound either way
     if prompt_tokens + max_new > limits.max_context:
-        raise fail(block.where("prompt"),
+        raise block.fail("prompt",
                    f"the prompt is {prompt_tokens} tokens; with max_new_tokens {max_new} it exceeds "
                    f"the context of {limits.model_name} ({limits.max_context} tokens)",
                    f"at most {limits.max_context - max_new} prompt tokens (chat template included)")
@@ -216,17 +234,17 @@ def _int_list(block: DemoBlock, key: str, low: int, high: int) -> list[int]:
     values = block.options[key]
     allowed = f"a list of 1 to {MAX_LIST_ITEMS} increasing integers from {low} to {high}"
     if not isinstance(values, list) or not 1 <= len(values) <= MAX_LIST_ITEMS:
-        raise fail(block.where(key), f"`{key}` must be a list", allowed)
+        raise block.fail(key, f"`{key}` must be a list", allowed)
     for value in values:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise fail(block.where(key), f"`{key}` value {value!r} is out of range", allowed)
+            raise block.fail(key, f"`{key}` value {value!r} is out of range", allowed)
     if values != sorted(set(values)):
-        raise fail(block.where(key), f"`{key}` must be increasing without repeats", allowed)
+        raise block.fail(key, f"`{key}` must be increasing without repeats", allowed)
     return values
 
 
 def _projection_id(block: DemoBlock, key: str, value: Any, limits: Limits) -> str:
     if not isinstance(value, str) or value not in limits.projection_ids:
-        raise fail(block.where(key), f"unknown projection {value!r}",
+        raise block.fail(key, f"unknown projection {value!r}",
                    "MODEL/DEVICE/DTYPE ids: " + ", ".join(sorted(limits.projection_ids)))
     return value

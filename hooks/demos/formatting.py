@@ -1,7 +1,7 @@
 """Numbers as the prose and the fallbacks show them: value, unit, thousands separators.
 
-Chinese and English use the same digits and units; the per-language table is where a future language
-with other separators would differ.
+Chinese and English use the same digits and units, but not the same "times" (23.9 倍, 23.9×); the
+per-language table is where a future language with other separators would differ.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ class NumberStyle:
     thousands: str = ","
     decimal: str = "."
     unit_space: str = " "
+    times: str = "×"  # after a ratio: 23.9×
 
 
-STYLES: dict[str, NumberStyle] = {"zh": NumberStyle(), "en": NumberStyle()}
+STYLES: dict[str, NumberStyle] = {"zh": NumberStyle(times=" 倍"), "en": NumberStyle()}
 
 
 def style_for(lang: str) -> NumberStyle:
@@ -51,7 +52,10 @@ def percent(fraction: float, lang: str) -> str:
 
 
 def times(ratio: float, lang: str) -> str:
-    return f"{number(ratio, lang, 0 if ratio >= 100 else 1)}×"
+    """A "times" ratio: 23.9 倍 in Chinese (a measure word, spaced like a unit), 23.9× in English; a whole
+    ratio without decimals (32 倍)."""
+    decimals = 0 if ratio >= 100 or float(ratio).is_integer() else 1
+    return f"{number(ratio, lang, decimals)}{style_for(lang).times}"
 
 
 def nbytes(value: float, lang: str) -> str:

@@ -1,42 +1,53 @@
 """Figures in the prose: `{{ NAME }}` or `{{ NAME@ARG }}`, replaced at build time by a measured or
 projected value with its unit, inside <span class="pd-figure" title="where it comes from">.
 
-Names are listed in GLOBAL_NAMES and PAGE_NAMES (and in the comments of docs/zh/demo-strings.yml for
-translators). `{{ … }}` inside code (fences or `backticks`) is left alone, so the syntax can be shown.
+Every name resolves to one `Figure`: its raw number (what a checked claim's condition compares, see
+hooks/claims/), the text `{{ }}` prints, and its source. The condition and the printed figure therefore
+never disagree. Names are listed in GLOBAL_NAMES and PAGE_NAMES (and in the comment header of
+docs/<lang>/demo-strings.yml for authors). `{{ … }}` inside code (fences or `backticks`) is left alone,
+so the syntax can be shown.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import escape
-from mkdocs.exceptions import PluginError
 
+from hooks.authoring import mistake
 from hooks.demos import formatting as fmt
 from hooks.demos.blocks import iter_fences
-from hooks.demos.readouts import cache_point, projection_rows, sweep_point
+from hooks.demos.readouts import cache_point, projection_id, projection_rows, sweep_point
 
 _REF = re.compile(r"(?P<code>(?P<ticks>`+).+?(?P=ticks))|\{\{(?P<body>.*?)\}\}", re.S)
 _NAME = re.compile(r"^\s*(?P<name>[a-z_][a-z0-9_.]*)(?:@(?P<arg>[^\s{}]+))?\s*$")
 
+PID = "MODEL/DEVICE/DTYPE"
 GLOBAL_NAMES: dict[str, str] = {
     "machine.cpu": "", "machine.cores": "", "machine.date": "", "machine.peak_gflops": "",
-    "machine.peak_gbps": "", "model.name": "", "model.params": "", "model.layers": "", "model.weight_mb": "",
-    "sweep.ttft_ms": "N", "sweep.decode_ms": "N", "sweep.tps": "N", "sweep.ttft_growth": "",
-    "sweep.tps_change_pct": "", "cache.cached_ms": "N", "cache.recompute_ms": "N", "cache.speedup": "N",
+    "machine.peak_gbps": "", "machine.ridge": "", "machine.prefill_crossover_tokens": "",
+    "model.name": "", "model.params": "", "model.layers": "", "model.weight_mb": "",
+    "sweep.ttft_ms": "N", "sweep.decode_ms": "N", "sweep.tps": "N", "sweep.prefill_util": "N",
+    "sweep.ttft_growth": "", "sweep.length_growth": "", "sweep.decode_growth": "", "sweep.decode_bytes_growth": "",
+    "sweep.prefill_work_growth": "",
+    "sweep.tps_change_pct": "", "sweep.tps_drop_pct": "",
+    "cache.cached_ms": "N", "cache.recompute_ms": "N", "cache.speedup": "N",
+    "roofline.prompt_tokens": "",
     "roofline.prefill.compute_util": "", "roofline.prefill.bandwidth_util": "",
     "roofline.decode.compute_util": "", "roofline.decode.bandwidth_util": "",
     "roofline.prefill.intensity": "", "roofline.decode.intensity": "",
     "roofline.prefill.gflops": "", "roofline.decode.gbps": "",
-    "proj.ttft_ms": "MODEL/DEVICE/DTYPE/N", "proj.decode_ms": "MODEL/DEVICE/DTYPE/N",
-    "proj.tps": "MODEL/DEVICE/DTYPE/N", "proj.kv_mb": "MODEL/DEVICE/DTYPE/N", "proj.kv_share": "MODEL/DEVICE/DTYPE/N",
+    "proj.ttft_ms": f"{PID}/N", "proj.decode_ms": f"{PID}/N", "proj.tps": f"{PID}/N", "proj.kv_mb": f"{PID}/N",
+    "proj.kv_share": f"{PID}/N", "proj.tps_drop_pct": PID, "proj.prefill_crossover_tokens": PID,
+    "pub.published_tps": "ID", "pub.bound_tps": "ID", "pub.fraction": "ID", "pub.source": "ID",
 }
 PAGE_NAMES: dict[str, str] = {
     "conversation.prompt_tokens": "", "conversation.answer_tokens": "", "conversation.ttft_ms": "",
     "conversation.tps": "", "conversation.decode_ms": "",
+    "conversation.template_tokens": "", "conversation.system_tokens": "", "conversation.user_tokens": "",
     "prefill.prompt_tokens": "", "prefill.prompt_chars": "", "prefill.ttft_ms": "", "prefill.kv_bytes": "",
     "prefill.kv_bytes_per_token": "",
     "decode.cached_tokens": "", "decode.ms_per_token": "", "decode.answer_tokens": "",
@@ -54,39 +65,79 @@ class Ref:
 
 def find_refs(markdown: str) -> list[Ref]:
     """Every `{{ … }}` outside fenced code and inline code, in order."""
+    return [Ref(match.start(), match.end(), match.group("body"))
+            for match in prose_matches(_REF, markdown) if match.group("body") is not None]
+
+
+def prose_matches(pattern: re.Pattern[str], markdown: str) -> list[re.Match[str]]:
+    """Matches of `pattern` outside fenced code, in order. `pattern` must match inline code spans itself
+    (as a group the caller ignores), so that what is inside backticks is skipped too."""
     lines = markdown.split("\n")
     offsets = [0]
     for line in lines:
         offsets.append(offsets[-1] + len(line) + 1)
-    refs = []
+    found = []
     cursor = 0
     for fence in [*iter_fences(lines), None]:
         stop = offsets[fence.start] if fence else len(markdown)
-        for match in _REF.finditer(markdown, cursor, stop):
-            if match.group("body") is not None:
-                refs.append(Ref(match.start(), match.end(), match.group("body")))
+        found += pattern.finditer(markdown, cursor, stop)
         if fence:
             cursor = offsets[min(fence.end + 1, len(lines))]
-    return refs
+    return found
 
 
 def line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-@dataclass
+def parse_ref(body: str) -> tuple[str, str | None]:
+    """`sweep.tps@512` → ("sweep.tps", "512"); a body that is not a figure name is a LookupError."""
+    match = _NAME.match(body)
+    if not match:
+        raise LookupError(f"{{{{{body}}}}} is not a figure reference")
+    return match.group("name"), match.group("arg")
+
+
+@dataclass(frozen=True)
 class Figure:
-    value: str
-    source: str  # "measured" or "projected"
+    """One figure: its raw number in base units (ms, tokens/s, bytes, FLOP/byte, GFLOP/s, GB/s; shares and
+    percentages as fractions; "times" as plain ratios) or None for a text figure, the text `{{ }}` prints,
+    and where it comes from ("measured", "projected" or "published": then `title` names the source)."""
+
+    value: float | None
+    text: str
+    source: str
+    title: str | None = None
+
+
+def figure_sources(measurements: Any) -> Callable[[], dict[str, Any]]:
+    """The global measurements a resolver reads, each computed (or read from the cache) on first use."""
+    m = measurements
+
+    def sources() -> dict[str, Any]:
+        return {"sweep": m.sweep, "roofline": m.roofline, "projections": m.projections,
+                "model": m.simulator.model_summary, "machine": lambda: m.sweep()["machine_info"],
+                "counts": m.simulator.expected_counts, "max_context": lambda: m.simulator.max_context}
+
+    return sources
 
 
 class FigureResolver:
-    """Turns a name (and arg) into a formatted value, from the page's demos and the global measurements."""
+    """Turns a name (and arg) into a `Figure`, from the page's demos and the global measurements.
 
-    def __init__(self, lang: str, globals_: Callable[[], dict[str, Any]], page_readouts: dict[str, dict[str, Any]]):
+    `page_readouts` maps a demo kind to the readouts of the page's first demo of that kind; None means the
+    text is not on a page (a demo block's note, a strings file), where page figures do not exist.
+    """
+
+    def __init__(self, lang: str, globals_: Callable[[], dict[str, Any]],
+                 page_readouts: Mapping[str, dict[str, Any]] | None):
         self.lang = lang
         self.globals = globals_
         self.page_readouts = page_readouts
+
+    def figure(self, body: str) -> Figure:
+        """The figure a `{{ body }}` reference names."""
+        return self.resolve(*parse_ref(body))
 
     def resolve(self, name: str, arg: str | None) -> Figure:
         if name in PAGE_NAMES:
@@ -97,106 +148,181 @@ class FigureResolver:
         if bool(expects) != (arg is not None):
             raise LookupError(f"{name} needs @{expects}" if expects else f"{name} takes no @argument")
         group = name.split(".", 1)[0]
-        return getattr(self, f"_{group}")(name, arg, self.globals())
+        return getattr(self, f"_{group}")(name.split(".", 1)[1], arg, self.globals())
 
+    # -- formatting helpers: one place where a raw number becomes its text ------------------------
+    def _number(self, value: float, show: Callable[[float, str], str], source: str = "measured") -> Figure:
+        return Figure(float(value), show(value, self.lang), source)
+
+    def _unit(self, value: float, unit: str, source: str = "measured") -> Figure:
+        return Figure(float(value), fmt.with_unit(value, unit, self.lang), source)
+
+    # -- names by group -----------------------------------------------------------------------------
     def _page(self, name: str, arg: str | None) -> Figure:
         kind, key = name.split(".", 1)
         if arg is not None:
             raise LookupError(f"{name} takes no @argument")
+        if self.page_readouts is None:
+            raise LookupError(f"{name} is a figure of a page's {kind} demo: it can be used in a chapter's "
+                              "prose, not in a demo block's note or a strings file")
         readouts = self.page_readouts.get(kind)
         if readouts is None:
             raise LookupError(f"{name} needs a `{kind}` demo block on this page, and there is none")
-        lang = self.lang
-        formatters = {
-            "prompt_tokens": lambda r: fmt.count(r["prompt_tokens"], lang),
-            "prompt_chars": lambda r: fmt.count(r["prompt_chars"], lang),
-            "answer_tokens": lambda r: fmt.count(r["answer_tokens"], lang),
-            "ttft_ms": lambda r: fmt.ms(r["ttft_ms"], lang),
-            "tps": lambda r: fmt.tps(r["tps"], lang),
-            "decode_ms": lambda r: fmt.ms(r["decode_ms_per_token"], lang),
-            "ms_per_token": lambda r: fmt.ms(r["decode_ms_per_token"], lang),
-            "kv_bytes": lambda r: fmt.nbytes(r["kv_bytes"], lang),
-            "kv_bytes_per_token": lambda r: fmt.nbytes(r["kv_bytes_per_token"], lang),
-            "cached_tokens": lambda r: fmt.count(r["cached_tokens"], lang),
-        }
-        return Figure(formatters[key](readouts), "measured")
+        field, show = {
+            "prompt_tokens": ("prompt_tokens", fmt.count), "prompt_chars": ("prompt_chars", fmt.count),
+            "answer_tokens": ("answer_tokens", fmt.count), "ttft_ms": ("ttft_ms", fmt.ms), "tps": ("tps", fmt.tps),
+            "decode_ms": ("decode_ms_per_token", fmt.ms), "ms_per_token": ("decode_ms_per_token", fmt.ms),
+            "kv_bytes": ("kv_bytes", fmt.nbytes), "kv_bytes_per_token": ("kv_bytes_per_token", fmt.nbytes),
+            "cached_tokens": ("cached_tokens", fmt.count),
+            "template_tokens": ("template_tokens", fmt.count), "system_tokens": ("system_tokens", fmt.count),
+            "user_tokens": ("user_tokens", fmt.count),
+        }[key]
+        return self._number(readouts[field], show)
 
-    def _machine(self, name: str, arg: str | None, g: dict[str, Any]) -> Figure:
-        key = name.split(".", 1)[1]
+    def _machine(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
+        if key in ("cpu", "cores", "date"):  # from the sweep's stamp: no roofline measured for these
+            value = g["machine"]()[key]
+            return self._number(value, fmt.count) if key == "cores" else Figure(None, str(value), "measured")
+        peaks = g["roofline"]()["machine"]
         if key in ("peak_gflops", "peak_gbps"):
-            unit = "GFLOP/s" if key == "peak_gflops" else "GB/s"
-            return Figure(fmt.with_unit(g["roofline"]()["machine"][key], unit, self.lang), "measured")
-        value = g["machine"]()[key]
-        return Figure(fmt.count(value, self.lang) if key == "cores" else str(value), "measured")
+            return self._unit(peaks[key], "GFLOP/s" if key == "peak_gflops" else "GB/s")
+        if key == "ridge":
+            return self._unit(_ridge(peaks), "FLOP/byte")
+        return self._number(_prefill_crossover(g["counts"], _ridge(peaks), g["max_context"]()), fmt.count)
 
-    def _model(self, name: str, arg: str | None, g: dict[str, Any]) -> Figure:
+    def _model(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
         model = g["model"]()
-        key = name.split(".", 1)[1]
-        values = {"name": lambda: model["name"], "params": lambda: fmt.params(model["params"], self.lang),
-                  "layers": lambda: fmt.count(model["layers"], self.lang),
-                  "weight_mb": lambda: fmt.megabytes(model["weight_bytes"], self.lang)}
-        return Figure(values[key](), "measured")
+        if key == "name":
+            return Figure(None, str(model["name"]), "measured")
+        field, show = {"params": ("params", fmt.params), "layers": ("layers", fmt.count),
+                       "weight_mb": ("weight_bytes", fmt.megabytes)}[key]
+        return self._number(model[field], show)
 
-    def _sweep(self, name: str, arg: str | None, g: dict[str, Any]) -> Figure:
+    def _sweep(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
+        points = g["sweep"]()["prompt_lengths"]
+        first, last = points[0], points[-1]
+        whole_sweep: dict[str, Callable[[], Figure]] = {
+            "ttft_growth": lambda: self._number(last["ttft_ms"] / first["ttft_ms"], fmt.times),
+            "length_growth": lambda: self._number(last["prompt_tokens"] / first["prompt_tokens"], fmt.times),
+            "decode_growth": lambda: self._number(last["decode_ms_per_token"] / first["decode_ms_per_token"],
+                                                  fmt.times),
+            "decode_bytes_growth": lambda: self._number(
+                _decode_bytes(g["counts"], last["prompt_tokens"]) / _decode_bytes(g["counts"], first["prompt_tokens"]),
+                fmt.times),
+            "prefill_work_growth": lambda: self._number(
+                _prefill_flops(g["counts"], last["prompt_tokens"]) / _prefill_flops(g["counts"], first["prompt_tokens"]),
+                fmt.times),
+            "tps_change_pct": lambda: self._number((last["tps"] - first["tps"]) / first["tps"], fmt.percent),
+            "tps_drop_pct": lambda: self._number((first["tps"] - last["tps"]) / first["tps"], fmt.percent),
+        }
+        if key in whole_sweep:
+            return whole_sweep[key]()
+        point = sweep_point(g["sweep"](), _int_arg(arg, [p["prompt_tokens"] for p in points]))
+        if key == "prefill_util":
+            seconds = point["ttft_ms"] / 1000
+            peak = g["roofline"]()["machine"]["peak_gflops"] * 1e9
+            return self._number(_prefill_flops(g["counts"], point["prompt_tokens"]) / seconds / peak, fmt.percent)
+        field, show = {"ttft_ms": ("ttft_ms", fmt.ms), "decode_ms": ("decode_ms_per_token", fmt.ms),
+                       "tps": ("tps", fmt.tps)}[key]
+        return self._number(point[field], show)
+
+    def _cache(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
         sweep = g["sweep"]()
-        key = name.split(".", 1)[1]
-        lengths = [p["prompt_tokens"] for p in sweep["prompt_lengths"]]
-        if key == "ttft_growth":
-            return Figure(fmt.times(sweep["prompt_lengths"][-1]["ttft_ms"] / sweep["prompt_lengths"][0]["ttft_ms"],
-                                    self.lang), "measured")
-        if key == "tps_change_pct":
-            first, last = sweep["prompt_lengths"][0]["tps"], sweep["prompt_lengths"][-1]["tps"]
-            return Figure(fmt.percent((last - first) / first, self.lang), "measured")
-        point = sweep_point(sweep, _int_arg(arg, lengths))
-        value = {"ttft_ms": lambda: fmt.ms(point["ttft_ms"], self.lang),
-                 "decode_ms": lambda: fmt.ms(point["decode_ms_per_token"], self.lang),
-                 "tps": lambda: fmt.tps(point["tps"], self.lang)}[key]()
-        return Figure(value, "measured")
+        point = cache_point(sweep, _int_arg(arg, [p["context"] for p in sweep["cache_vs_recompute"]]))
+        cached, recompute = point["cached_ms_per_token"], point["recompute_ms_per_token"]
+        return {"cached_ms": lambda: self._number(cached, fmt.ms),
+                "recompute_ms": lambda: self._number(recompute, fmt.ms),
+                "speedup": lambda: self._number(recompute / cached, fmt.times)}[key]()
 
-    def _cache(self, name: str, arg: str | None, g: dict[str, Any]) -> Figure:
-        sweep = g["sweep"]()
-        contexts = [p["context"] for p in sweep["cache_vs_recompute"]]
-        point = cache_point(sweep, _int_arg(arg, contexts))
-        key = name.split(".", 1)[1]
-        value = {"cached_ms": lambda: fmt.ms(point["cached_ms_per_token"], self.lang),
-                 "recompute_ms": lambda: fmt.ms(point["recompute_ms_per_token"], self.lang),
-                 "speedup": lambda: fmt.times(point["recompute_ms_per_token"] / point["cached_ms_per_token"],
-                                              self.lang)}[key]()
-        return Figure(value, "measured")
+    def _roofline(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
+        result = g["roofline"]()
+        if key == "prompt_tokens":
+            return self._number(result["prompt_tokens"], fmt.count)
+        phase, key = key.split(".")
+        values = result[phase]
+        return {"compute_util": lambda: self._number(values["compute_utilization"], fmt.percent),
+                "bandwidth_util": lambda: self._number(values["bandwidth_utilization"], fmt.percent),
+                "intensity": lambda: self._unit(values["intensity"], "FLOP/byte"),
+                "gflops": lambda: self._unit(values["gflops"], "GFLOP/s"),
+                "gbps": lambda: self._unit(values["gbps"], "GB/s")}[key]()
 
-    def _roofline(self, name: str, arg: str | None, g: dict[str, Any]) -> Figure:
-        _, phase, key = name.split(".")
-        values = g["roofline"]()[phase]
-        value = {"compute_util": lambda: fmt.percent(values["compute_utilization"], self.lang),
-                 "bandwidth_util": lambda: fmt.percent(values["bandwidth_utilization"], self.lang),
-                 "intensity": lambda: fmt.with_unit(values["intensity"], "FLOP/byte", self.lang),
-                 "gflops": lambda: fmt.with_unit(values["gflops"], "GFLOP/s", self.lang),
-                 "gbps": lambda: fmt.with_unit(values["gbps"], "GB/s", self.lang)}[key]()
-        return Figure(value, "measured")
-
-    def _proj(self, name: str, arg: str | None, g: dict[str, Any]) -> Figure:
+    def _proj(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
         projections = g["projections"]()
-        ids = sorted({f"{r['model']}/{r['device']}/{r['dtype']}" for r in projections["projections"]})
-        pid, _, length = (arg or "").rpartition("/")
+        whole_projection = GLOBAL_NAMES[f"proj.{key}"] == PID
+        pid, length = (arg, None) if whole_projection else _split_length(arg)
+        ids = sorted({projection_id(r) for r in projections["projections"]})
         if pid not in ids:
             raise LookupError(f"unknown projection {pid!r} (known: {', '.join(ids)})")
         rows = projection_rows(projections, pid)
+        if key == "tps_drop_pct":
+            first, last = rows[0]["tps"], rows[-1]["tps"]
+            return self._number((first - last) / first, fmt.percent, "projected")
+        if key == "prefill_crossover_tokens":
+            if "prefill_crossover_tokens" not in rows[0]:
+                raise LookupError(f"the projections data has no prefill_crossover_tokens for {pid} (the key "
+                                  "comes from simulations.projections.project_one, which does not provide it yet)")
+            return self._number(rows[0]["prefill_crossover_tokens"], fmt.count, "projected")
         row = next((r for r in rows if str(r["prompt_tokens"]) == length), None)
         if row is None:
             raise LookupError(f"no projection of {pid} at {length!r} tokens (known: "
                               f"{', '.join(str(r['prompt_tokens']) for r in rows)})")
-        n = row["prompt_tokens"]
-        kv_bytes = row["kv_bytes_per_token"] * n
+        kv_bytes = row["kv_bytes_per_token"] * row["prompt_tokens"]
         memory = projections.get("devices", {}).get(row["device"], {}).get("memory_bytes")
-        key = name.split(".", 1)[1]
         if key == "kv_share" and not memory:
             raise LookupError(f"device {row['device']} has no memory size in the projections data")
-        value = {"ttft_ms": lambda: fmt.ms(row["ttft_ms"], self.lang),
-                 "decode_ms": lambda: fmt.ms(row["decode_ms_per_token"], self.lang),
-                 "tps": lambda: fmt.tps(row["tps"], self.lang),
-                 "kv_mb": lambda: fmt.megabytes(kv_bytes, self.lang),
-                 "kv_share": lambda: fmt.percent(kv_bytes / memory, self.lang)}[key]()
-        return Figure(value, "projected")
+        return {"ttft_ms": lambda: self._number(row["ttft_ms"], fmt.ms, "projected"),
+                "decode_ms": lambda: self._number(row["decode_ms_per_token"], fmt.ms, "projected"),
+                "tps": lambda: self._number(row["tps"], fmt.tps, "projected"),
+                "kv_mb": lambda: self._number(kv_bytes, fmt.megabytes, "projected"),
+                "kv_share": lambda: self._number(kv_bytes / memory, fmt.percent, "projected")}[key]()
+
+    def _pub(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
+        rows = {row["id"]: row for row in g["projections"]().get("validation", [])}
+        if arg not in rows:
+            raise LookupError(f"no published measurement {arg!r} (known: {', '.join(sorted(rows)) or 'none'})")
+        row = rows[arg]
+        field = "source" if key == "source" else key
+        if field not in row:
+            raise LookupError(f"the projections' validation rows have no {field!r} (simulations.projections.validate "
+                              "gives published_tps, bound_tps, fraction and source)")
+        source = row["source"]
+        cited = f"{source.get('title', '')} {source.get('url', '')}".strip()
+        if key == "bound_tps":
+            return self._number(row["bound_tps"], fmt.tps, "projected")
+        if key == "source":
+            return Figure(None, str(source.get("title", "")), "published", cited)
+        figure = self._number(row[key], fmt.tps if key == "published_tps" else fmt.percent, "published")
+        return Figure(figure.value, figure.text, "published", cited)
+
+
+def _ridge(peaks: dict[str, Any]) -> float:
+    return peaks["peak_gflops"] / peaks["peak_gbps"]
+
+
+def _prefill_flops(counts: Callable[..., dict[str, int]], prompt_tokens: int) -> int:
+    return counts(new_tokens=prompt_tokens, past_tokens=0)["flops"]
+
+
+def _decode_bytes(counts: Callable[..., dict[str, int]], context: int) -> int:
+    """Bytes one decode step moves with `context` tokens cached: every weight, the whole KV cache, one new row."""
+    step = counts(new_tokens=1, past_tokens=context)
+    return step["weights"] + step["kv_read"] + step["kv_written"]
+
+
+def _prefill_crossover(counts: Callable[..., dict[str, int]], ridge: float, max_context: int) -> int:
+    """The smallest prompt length whose prefill intensity (cost model: FLOPs ÷ bytes of weights and KV
+    cache read and written) reaches `ridge`; scanned, not solved, so it holds whatever the cost model's shape."""
+    for n in range(1, max_context + 1):
+        c = counts(new_tokens=n, past_tokens=0)
+        if c["flops"] / (c["weights"] + c["kv_read"] + c["kv_written"]) >= ridge:
+            return n
+    raise LookupError(f"prefill never reaches this machine's ridge point ({ridge:.1f} FLOP/byte) within the "
+                      f"model's context of {max_context} tokens")
+
+
+def _split_length(arg: str | None) -> tuple[str, str]:
+    pid, _, length = (arg or "").rpartition("/")
+    return pid, length
 
 
 def _int_arg(arg: str | None, allowed: list[int]) -> int:
@@ -212,26 +338,43 @@ def allowed_names() -> str:
     return ", ".join(show(n, a) for n, a in {**GLOBAL_NAMES, **PAGE_NAMES}.items())
 
 
+def figure_error(error: LookupError) -> str:
+    """The message of a bad figure reference: what is wrong, then every name that exists."""
+    return f"{error.args[0]} — allowed: {allowed_names()}"
+
+
+def source_line(markdown: str, source: str, refs: list[Ref], source_refs: list[Ref], k: int,
+                cursor: list[int]) -> int:
+    """The line in the raw file of the k-th reference of `markdown`: the next reference of the source with
+    the same text (claims may have dropped references of phrasings that were not printed)."""
+    while cursor[0] < len(source_refs) and source_refs[cursor[0]].body != refs[k].body:
+        cursor[0] += 1
+    if cursor[0] < len(source_refs):
+        line = line_of(source, source_refs[cursor[0]].start)
+        cursor[0] += 1
+        return line
+    return line_of(markdown, refs[k].start)
+
+
 def replace_figures(markdown: str, source: str, src_path: str, resolver: FigureResolver,
                     titles: dict[str, Callable[[], str]]) -> str:
-    """Replace every reference in `markdown`; errors name the line of the k-th reference in `source`
-    (the raw file: front matter and other hooks' additions do not shift the reported line)."""
+    """Replace every reference in `markdown`; errors name the line of the reference in `source` (the raw
+    file: front matter and other hooks' additions do not shift the reported line)."""
     refs = find_refs(markdown)
     if not refs:
         return markdown
-    source_refs = find_refs(source)
-    pieces, cursor = [], 0
+    source_refs, cursor = find_refs(source), [0]
+    pieces, position = [], 0
     for k, ref in enumerate(refs):
-        line = line_of(source, source_refs[k].start) if k < len(source_refs) else line_of(markdown, ref.start)
-        match = _NAME.match(ref.body)
+        line = source_line(markdown, source, refs, source_refs, k, cursor)
+        pieces.append(markdown[position:ref.start])
         try:
-            if not match:
-                raise LookupError(f"{{{{{ref.body}}}}} is not a figure reference")
-            figure = resolver.resolve(match.group("name"), match.group("arg"))
+            figure = resolver.figure(ref.body)
         except LookupError as error:
-            raise PluginError(f"{src_path}:{line}: {error.args[0]} — allowed: {allowed_names()}") from None
-        pieces.append(markdown[cursor:ref.start])
-        pieces.append(f'<span class="pd-figure" title="{escape(titles[figure.source]())}">{escape(figure.value)}</span>')
-        cursor = ref.end
-    pieces.append(markdown[cursor:])
+            pieces.append(mistake(src_path, line, figure_error(error)))
+        else:
+            title = figure.title or titles[figure.source]()
+            pieces.append(f'<span class="pd-figure" title="{escape(title)}">{escape(figure.text)}</span>')
+        position = ref.end
+    pieces.append(markdown[position:])
     return "".join(pieces)

@@ -6,10 +6,12 @@ contract); the fallback context feeds the kind's template in overrides/pd/.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hooks.demos import device as device_demo
 from hooks.demos import formatting as fmt
 from hooks.demos.blocks import DemoBlock
 from hooks.demos.figures import decode as decode_figures
@@ -22,6 +24,7 @@ from hooks.demos.measurements import DEFAULT_CONTEXTS, DEFAULT_PROMPT_LENGTHS, M
 from hooks.demos.readouts import (
     projection_at,
     projection_id,
+    projection_label,
     projection_rows,
     source_names,
     trace_readouts,
@@ -80,8 +83,62 @@ def browser_trace(trace: dict[str, Any], kind: str) -> dict[str, Any]:
     return {**{key: value for key, value in trace.items() if key not in ("steps", "kv_slice")}, "steps": steps}
 
 
-def _prompt(trace: dict[str, Any]) -> dict[str, Any]:
-    return {"text": trace["prompt"]["text"], "tokens": trace["prompt"]["tokens"]}
+def prompt_summary(trace: dict[str, Any], strings: Strings) -> str | None:
+    """One sentence saying how many of the prompt's tokens the chat template and system prompt add
+    (None when the model read the prompt alone)."""
+    r, lang = trace_readouts(trace), strings.lang
+    if r["template_tokens"] + r["system_tokens"] == 0:
+        return None
+    counts = {"total": fmt.count(r["prompt_tokens"], lang), "template": fmt.count(r["template_tokens"], lang),
+              "user": fmt.count(r["user_tokens"], lang)}
+    if not r["system_tokens"]:
+        return strings.format("common.roles_summary_no_system", **counts)
+    default = trace["settings"].get("system_prompt_is_default")
+    return strings.format("common.roles_summary", **counts, system=fmt.count(r["system_tokens"], lang),
+                          system_name=strings["common.system_name_default" if default else "common.system_name"])
+
+
+def answer_notes(trace: dict[str, Any], strings: Strings, *, caveat: bool = True) -> dict[str, str | None]:
+    """What the reader is told under the answer: why it stops (a cut-off answer is not finished), and
+    that a small model's answer may be wrong."""
+    stopped = None
+    if trace["stop_reason"] == "max_new_tokens":
+        limit = trace["settings"]["max_new_tokens"]
+        stopped = (strings["common.first_token_only"] if limit == 1
+                   else strings.format("common.stopped_at_limit", n=fmt.count(limit, strings.lang)))
+    return {"stopped": stopped,
+            "caveat": strings.format("common.small_model", model=trace["model"]["name"]) if caveat else None}
+
+
+def answer_parts(trace: dict[str, Any]) -> list[dict[str, str]]:
+    """The recorded answer as the fallback shows it: [{"text"}] runs, and [{"bytes"}] in place of each
+    run of tokens that hold an incomplete UTF-8 character (which decoding turns into U+FFFD)."""
+    shown = [step["token"] for step in trace["steps"] if step.get("token")][: trace["answer_tokens"]]
+    groups, run = [], []
+    for token in [*shown, None]:
+        if token is not None and "\ufffd" in token["text"] and token.get("bytes"):
+            run.append(token["bytes"])
+        elif run:
+            groups.append(" ".join(run))
+            run = []
+    parts: list[dict[str, str]] = []
+    for n, text in enumerate(re.split(r"\ufffd+", trace["answer"])):
+        if n:
+            parts.append({"bytes": groups[n - 1]} if n - 1 < len(groups) else {"text": "\ufffd"})
+        if text:
+            parts.append({"text": text})
+    return parts
+
+
+def _prompt(trace: dict[str, Any], strings: Strings) -> dict[str, Any]:
+    return {"text": trace["prompt"]["text"], "tokens": trace["prompt"]["tokens"],
+            "summary": prompt_summary(trace, strings)}
+
+
+def _turn_context(trace: dict[str, Any], strings: Strings, *, caveat: bool = True) -> dict[str, Any]:
+    """What every fallback with a prompt and an answer shows besides the readouts."""
+    return {"prompt": trace["prompt"]["text"], "answer": trace["answer"], "answer_parts": answer_parts(trace),
+            "prompt_summary": prompt_summary(trace, strings), "notes": answer_notes(trace, strings, caveat=caveat)}
 
 
 def _title(kind: str, strings: Strings) -> str:
@@ -111,9 +168,10 @@ def conversation(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     trace = m.trace(block.prompt, block.options["max_new_tokens"], block.options["chat"])
     data = _base(block, strings, measured_source(trace["machine"], trace["model"]["name"], strings), None)
     readouts = trace_readouts(trace)
-    data.update(prompt=_prompt(trace), trace=browser_trace(trace, "conversation"), readouts=readouts)
+    data.update(prompt=_prompt(trace, strings), trace=browser_trace(trace, "conversation"), readouts=readouts,
+                answer_notes=answer_notes(trace, strings))
     rows = _trace_rows(readouts, strings, strings.lang)
-    return Demo(data, _context(block, data, strings, rows, prompt=trace["prompt"]["text"], answer=trace["answer"]))
+    return Demo(data, _context(block, data, strings, rows, **_turn_context(trace, strings)))
 
 
 def prefill(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
@@ -127,11 +185,12 @@ def prefill(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     data = _base(block, strings, measured, projected_source([reference] if reference else [], strings))
     readouts = trace_readouts(trace)
     if reference:
-        readouts["projection"] = {**reference, "id": wanted,
+        readouts["projection"] = {**reference, "id": wanted, "label": projection_label(projections, wanted),
                                   "model_name": projections["models"][reference["model"]]["name"],
                                   "device_name": projections["devices"][reference["device"]]["name"]}
     # The sweep reaches the browser as the prefill_time figure; the projection as readouts.projection.
-    data.update(prompt=_prompt(trace), trace=browser_trace(trace, "prefill"), readouts=readouts)
+    data.update(prompt=_prompt(trace, strings), trace=browser_trace(trace, "prefill"), readouts=readouts,
+                answer_notes=answer_notes(trace, strings, caveat=False))
     data["figures"] = {"kv_heatmap": prefill_figures.kv_heatmap(trace, strings, measured),
                        "prefill_time": prefill_figures.prefill_time(sweep, trace["model"], strings, measured)}
     rows = [(strings["common.prompt_chars"], fmt.count(readouts["prompt_chars"], lang)),
@@ -140,13 +199,14 @@ def prefill(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
             (strings["common.kv_cache"], fmt.nbytes(readouts["kv_bytes"], lang)),
             (strings["prefill.kv_per_token"], fmt.nbytes(readouts["kv_bytes_per_token"], lang))]
     if reference:
-        rows.append((strings.format("prefill.projected_kv", id=wanted, tokens=fmt.count(KV_REFERENCE_TOKENS, lang)),
+        rows.append((strings.format("prefill.projected_kv", id=projection_label(projections, wanted),
+                                    tokens=fmt.count(KV_REFERENCE_TOKENS, lang)),
                      f"{fmt.nbytes(reference['kv_bytes_at_4k'], lang)} · "
                      f"{fmt.percent(reference['kv_share_of_memory_at_4k'], lang)}"))
     table = {"headers": [strings["common.axis_prompt_tokens"], strings["common.ttft"]],
              "rows": [[fmt.count(p["prompt_tokens"], lang), fmt.ms(p["ttft_ms"], lang)] for p in sweep["prompt_lengths"]]}
-    return Demo(data, _context(block, data, strings, rows, prompt=trace["prompt"]["text"],
-                               tokens=trace["prompt"]["tokens"], table=table))
+    return Demo(data, _context(block, data, strings, rows, tokens=trace["prompt"]["tokens"], table=table,
+                               **_turn_context(trace, strings, caveat=False)))
 
 
 def decode(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
@@ -156,7 +216,8 @@ def decode(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     measured = measured_source(trace["machine"], trace["model"]["name"], strings)
     data = _base(block, strings, measured, None)
     readouts = trace_readouts(trace)
-    data.update(prompt=_prompt(trace), trace=browser_trace(trace, "decode"), readouts=readouts)
+    data.update(prompt=_prompt(trace, strings), trace=browser_trace(trace, "decode"), readouts=readouts,
+                answer_notes=answer_notes(trace, strings))
     data["figures"] = {"attention": decode_figures.attention(trace, strings, measured),
                        "cache_vs_recompute": decode_figures.cache_vs_recompute(sweep, strings, measured)}
     rows = [(strings["decode.cached_at_start"], fmt.count(readouts["cached_tokens"], lang)),
@@ -167,8 +228,14 @@ def decode(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
                        fmt.ms(p["recompute_ms_per_token"], lang),
                        fmt.times(p["recompute_ms_per_token"] / p["cached_ms_per_token"], lang)]
                       for p in sweep["cache_vs_recompute"]]}
-    return Demo(data, _context(block, data, strings, rows, prompt=trace["prompt"]["text"],
-                               answer=trace["answer"], table=table))
+    return Demo(data, _context(block, data, strings, rows, table=table, **_turn_context(trace, strings)))
+
+
+def source_labels(projections: dict[str, Any], ids: list[str], strings: Strings) -> dict[str, str]:
+    """Readable names of the timeline's sources: the build machine, then each projection, marked so."""
+    projected = strings["common.projected_label"]
+    return {"measured": strings["common.measured_label"],
+            **{pid: f"{projection_label(projections, pid)} ({projected})" for pid in ids}}
 
 
 def _phase_readout(ttft_ms: float, decode_ms: float) -> dict[str, float]:
@@ -189,11 +256,12 @@ def timeline(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     measured = measured_source(sweep["machine_info"], m.simulator.model_name, strings)
     projected = projected_source([r for rows in rows_by_id.values() for r in rows], strings)
     data = _base(block, strings, measured, projected)
-    data.update(readouts=readouts)  # the sweep and projections reach the browser as readouts and frames
+    labels = source_labels(projections, wanted, strings)
+    data.update(readouts=readouts, sources=labels)  # the sweep and projections reach the browser as readouts and frames
     data["figures"] = {"timeline": timeline_figures.timeline(readouts, strings, measured)}
     table = {"headers": [strings["timeline.source"], strings["common.axis_prompt_tokens"], strings["common.ttft"],
                          strings["common.ms_per_token"], strings["common.tps"]],
-             "rows": [[strings["common.measured_label"] if sid == "measured" else sid, fmt.count(int(n), lang),
+             "rows": [[labels[sid], fmt.count(int(n), lang),
                        fmt.ms(v["ttft_ms"], lang), fmt.ms(v["decode_ms_per_token"], lang), fmt.tps(v["tps"], lang)]
                       for sid, by_n in readouts.items() for n, v in by_n.items()]}
     return Demo(data, _context(block, data, strings, [], table=table))
@@ -238,10 +306,12 @@ def roofline(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
                                              "prefill": result["prefill"], "decode": result["decode"]}}
     for row in chosen:
         phases = projected_phases(row, projections["devices"][row["device"]])
-        util_rows.append({"id": projection_id(row), "label": projection_id(row), **phases})
+        util_rows.append({"id": projection_id(row), "label": projection_label(projections, projection_id(row)),
+                          **phases})
         readouts[projection_id(row)] = {"device": projections["devices"][row["device"]]["name"], **phases}
     data = _base(block, strings, measured, projected)
-    data.update(readouts=readouts)  # the roofline result reaches the browser as readouts and figures
+    # the roofline result reaches the browser as readouts and figures; `sources` names each readout
+    data.update(readouts=readouts, sources=source_labels(projections, [row["id"] for row in util_rows[1:]], strings))
     both = " · ".join(filter(None, [measured, projected]))
     data["figures"] = {"roofline": roofline_figures.roofline(peaks, roofline_points(result), strings, measured),
                        "utilization": roofline_figures.utilization(util_rows, strings, both)}
@@ -272,5 +342,5 @@ def recap(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
 
 BUILDERS: dict[str, Callable[[DemoBlock, Measurements, Strings], Demo]] = {
     "conversation": conversation, "prefill": prefill, "decode": decode,
-    "timeline": timeline, "roofline": roofline, "recap": recap,
+    "timeline": timeline, "roofline": roofline, "recap": recap, "device": device_demo.device,
 }

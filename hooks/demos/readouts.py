@@ -13,8 +13,12 @@ def trace_readouts(trace: dict[str, Any]) -> dict[str, float]:
     decode = [s for s in steps[1:] if s["phase"] == "decode"]
     decode_ms = statistics.fmean(s["end_ms"] - s["start_ms"] for s in decode) if decode else 0.0
     prompt_tokens = len(trace["prompt"]["tokens"])
+    roles = [token.get("role", "user") for token in trace["prompt"]["tokens"]]
     return {
         "prompt_tokens": prompt_tokens,
+        "template_tokens": roles.count("template"),
+        "system_tokens": roles.count("system"),
+        "user_tokens": roles.count("user"),
         "prompt_chars": trace["prompt"].get("chars", len(trace["prompt"]["text"])),
         "answer_tokens": trace.get("answer_tokens", len(steps)),
         "ttft_ms": prefill["end_ms"],
@@ -31,6 +35,22 @@ def trace_readouts(trace: dict[str, Any]) -> dict[str, float]:
 
 def projection_id(row: dict[str, Any]) -> str:
     return f"{row['model']}/{row['device']}/{row['dtype']}"
+
+
+# How each storage precision is written for readers (llama.cpp's names for its quantizations).
+PRECISION_NAMES = {"fp16": "FP16", "bf16": "BF16", "fp32": "FP32", "q8_0": "Q8_0", "q4": "Q4_0", "q4_0": "Q4_0",
+                   "q4_k_m": "Q4_K_M"}
+
+
+def precision_name(dtype: str) -> str:
+    return PRECISION_NAMES.get(dtype, dtype.upper())
+
+
+def projection_label(projections: dict[str, Any], projection: str) -> str:
+    """A projection id as readers see it: "llama-3.1-8b/h100-sxm/fp16" → "Llama 3.1 8B · H100 SXM · FP16"."""
+    model, device, dtype = projection.split("/")
+    return " · ".join([projections["models"][model]["name"], projections["devices"][device]["name"],
+                       precision_name(dtype)])
 
 
 def projection_rows(projections: dict[str, Any], wanted: str) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ class Simulator(Protocol):
     def count_prompt_tokens(self, prompt: str) -> int: ...
     def machine(self) -> dict[str, Any]: ...
     def model_summary(self) -> dict[str, Any]: ...
+    def expected_counts(self, *, new_tokens: int, past_tokens: int) -> dict[str, int]: ...
     def record(self, prompt: str, *, max_new_tokens: int, chat: bool, progress: Progress | None) -> dict[str, Any]: ...
     def sweep(self, *, prompt_lengths: list[int], contexts: list[int], decode_steps: int, repeats: int,
               progress: Progress | None) -> dict[str, Any]: ...
@@ -83,6 +84,12 @@ class NumpySimulator:
         from simulations.trace import model_summary
 
         return model_summary(self.model)
+
+    def expected_counts(self, *, new_tokens: int, past_tokens: int) -> dict[str, int]:
+        """The cost model's FLOPs and bytes (weights, kv_read, kv_written) of one pass of the loaded model."""
+        from simulations.instrument import expected_counts
+
+        return expected_counts(self.model.config, new_tokens=new_tokens, past_tokens=past_tokens)
 
     def record(self, prompt: str, *, max_new_tokens: int, chat: bool = True,
                progress: Progress | None = None) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 State that must survive rebuilds (the loaded model, simulation results, built demo JSON) lives in
 module-level memos; what belongs to one build (this language's pages) lives in a DemoSite.
+An author's mistake in a demo block or a strings file is reported through hooks/authoring.py: it stops
+a build, and under `mkdocs serve` becomes an error box at the block's place while the rest still builds.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 
+from hooks import authoring, claims
+from hooks.authoring import AuthoringMistake
 from hooks.demos import assets, blocks, inline_figures, kinds, render
-from hooks.demos.blocks import DemoBlock, Limits
+from hooks.demos.blocks import BlockSource, DemoBlock, Limits
 from hooks.demos.cache import ResultCache, source_hash
 from hooks.demos.measurements import Measurements, sweep_settings
 from hooks.demos.simulator import NumpySimulator, Simulator, model_spec, simulations_dir
-from hooks.demos.strings import Strings, load_strings
+from hooks.demos.strings import Strings, load_strings, readable_strings
 
 log = get_plugin_logger(__name__)
 
@@ -55,15 +59,25 @@ def default_measurements(project_dir: Path) -> Measurements:
 
 
 @dataclass
+class DemoPlace:
+    """What takes one demo block's place in the page: HTML blocks (the demo; under `mkdocs serve`, an
+    error box instead of it or above it) and the demo's JSON file."""
+
+    html: list[str]
+    file: File | None = None
+
+
+@dataclass
 class PageDemos:
-    """One page's demos: raw source (for line numbers), blocks, markup and readouts by kind."""
+    """One page's demos: raw source (for line numbers), its demo blocks, what takes each one's place,
+    and the readouts of its demos by kind."""
 
     src_path: str
     source: str
-    blocks: list[DemoBlock]
-    markup: list[str] = field(default_factory=list)
-    files: list[File] = field(default_factory=list)
+    blocks: list[BlockSource]
+    places: list[DemoPlace] = field(default_factory=list)
     readouts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    placed: list[str] = field(default_factory=list)  # this page's demo markup, by slot
 
 
 class DemoSite:
@@ -73,7 +87,9 @@ class DemoSite:
         self.templates_dir = templates_dir
         self.pages: dict[str, PageDemos] = {}
         self.strings: Strings | None = None
+        self.strings_mistake: str | None = None  # the error box shown with every demo (mkdocs serve)
         self.lang = ""
+        self._limits: Limits | None = None
 
     def shown_path(self, file: File) -> str:
         path = Path(file.abs_src_path)
@@ -87,39 +103,60 @@ class DemoSite:
         """Parse, validate and compute every demo of this language's pages; return the files to add."""
         self.lang = str(config.theme.get("language") or "en")
         default_lang = getattr(config.plugins.get("i18n"), "default_language", None) or self.lang
-        self.strings = load_strings(Path(config.docs_dir), self.lang, default_lang, self.project_dir)
-        pages = []
-        for file in files.documentation_pages():
-            source = file.content_string
-            found = blocks.parse_blocks(source, self.shown_path(file))
-            pages.append(PageDemos(self.shown_path(file), source, found))
+        self.strings, self.strings_mistake = self._load_strings(Path(config.docs_dir), default_lang)
+        pages = [PageDemos(self.shown_path(file), file.content_string, blocks.block_sources(file.content_string))
+                 for file in files.documentation_pages()]
         new_files = [assets.plotly_file(config, self.project_dir)]
-        if any(page.blocks for page in pages):
-            limits = self.limits()
-            for page in pages:
-                for block in page.blocks:
-                    blocks.validate(block, limits)
-            for page in pages:
-                new_files += self._build_page(page, config)
+        # Every block is checked before any is simulated: a build stops at a mistake at once.
+        checked = [[self._check(page, index, block) for index, block in enumerate(page.blocks)] for page in pages]
+        for page, page_checked in zip(pages, checked, strict=True):
+            page.places = [self._place(page, block, config) for block in page_checked]
+            new_files += [place.file for place in page.places if place.file]
         self.pages = {page.src_path: page for page in pages}
         return new_files
 
-    def limits(self) -> Limits:
-        simulator = self.measurements.simulator
-        return Limits(model_name=simulator.model_name, max_context=simulator.max_context,
-                      count_prompt_tokens=simulator.count_prompt_tokens,
-                      projection_ids=self.measurements.projection_ids())
+    def _load_strings(self, docs_dir: Path, default_lang: str) -> tuple[Strings, str | None]:
+        """This language's labels, and the error box of their mistake (mkdocs serve; a build stops)."""
+        try:
+            strings = load_strings(docs_dir, self.lang, default_lang, self.project_dir)
+            return claims.resolve_strings(strings, self.project_dir, self.figures()), None
+        except AuthoringMistake as error:
+            box = authoring.report(error)
+            readable = readable_strings(docs_dir, self.lang, default_lang, self.project_dir)
+            return readable or Strings(self.lang, error.path, {}), box
 
-    def _build_page(self, page: PageDemos, config: MkDocsConfig) -> list[File]:
-        for block in page.blocks:
+    def limits(self) -> Limits:
+        if self._limits is None:  # loads the model: only when a page has a demo block
+            simulator = self.measurements.simulator
+            self._limits = Limits(model_name=simulator.model_name, max_context=simulator.max_context,
+                                  count_prompt_tokens=simulator.count_prompt_tokens,
+                                  projection_ids=self.measurements.projection_ids())
+        return self._limits
+
+    def _check(self, page: PageDemos, index: int, source: BlockSource) -> DemoBlock | str:
+        """The parsed, validated block, or the error box of its mistake (mkdocs serve; a build stops)."""
+        try:
+            block = blocks.validate(blocks.parse_block(source, page.src_path, index), self.limits())
+            claims.resolve_note(block, self.figures())
+            return block
+        except AuthoringMistake as error:
+            return authoring.report(error)
+
+    def _place(self, page: PageDemos, block: DemoBlock | str, config: MkDocsConfig) -> DemoPlace:
+        if isinstance(block, str):
+            return DemoPlace([block])
+        strings_box = [self.strings_mistake] if self.strings_mistake else []
+        if strings_box and not self.strings.values:  # not even the default language's labels: no demo
+            return DemoPlace(strings_box)
+        try:
             content, context = self._demo_json(block)
-            file = assets.demo_file(config, block.kind, self.lang, content)
-            page.files.append(file)
-            page.markup.append(render.render_demo(self.templates_dir, block.kind, {
+            markup = render.render_demo(self.templates_dir, block.kind, {
                 **context, "kind": block.kind, "lang": self.lang, "trace_url": "",
-                "demo_id": f"pd-demo-{block.kind}-{block.index + 1}"}))
-            page.readouts.setdefault(block.kind, json.loads(content)["readouts"])
-        return page.files
+                "demo_id": f"pd-demo-{block.kind}-{block.index + 1}"})
+        except AuthoringMistake as error:  # e.g. a label the demo needs and no strings file has
+            return DemoPlace([authoring.report(error)])
+        page.readouts.setdefault(block.kind, json.loads(content)["readouts"])
+        return DemoPlace([*strings_box, markup], assets.demo_file(config, block.kind, self.lang, content))
 
     def _demo_json(self, block: DemoBlock) -> tuple[str, dict[str, Any]]:
         """The demo's JSON text and fallback context, cached on disk like simulations (figure building
@@ -149,33 +186,44 @@ class DemoSite:
         demos = self.pages.get(self.shown_path(page.file))
         if demos is None:
             return markdown
+        markdown = claims.resolve_page(markdown, demos.source, demos.src_path, self.figures(demos.readouts))
         markdown = self._replace_blocks(markdown, demos, page)
         return self._replace_figures(markdown, demos)
 
     def _replace_blocks(self, markdown: str, demos: PageDemos, page: Page) -> str:
-        if not demos.blocks:
+        if not demos.places:
             return markdown
         lines = markdown.split("\n")
         fences = [f for f in blocks.iter_fences(lines) if blocks.is_demo_fence(f)]
-        if len(fences) != len(demos.blocks):
+        if len(fences) != len(demos.places):
             raise PluginError(f"{demos.src_path}: found {len(fences)} demo blocks in the page but "
-                              f"{len(demos.blocks)} in the file — another hook changed them")
-        for fence, markup, file in reversed(list(zip(fences, demos.markup, demos.files, strict=True))):
-            url = get_relative_url(file.url, page.file.url)
-            html = markup.replace('data-pd-trace=""', f'data-pd-trace="{url}"', 1)
-            lines[fence.start : fence.end + 1] = ["", html, ""]
+                              f"{len(demos.places)} in the file — another hook changed them")
+        demos.placed = []
+        for place in demos.places:
+            html = list(place.html)
+            if place.file is not None:
+                url = get_relative_url(place.file.url, page.file.url)
+                html[-1] = html[-1].replace('data-pd-trace=""', f'data-pd-trace="{url}"', 1)
+            demos.placed.append("\n".join(html))
+        for index, fence in reversed(list(enumerate(fences))):
+            lines[fence.start : fence.end + 1] = ["", render.slot(index), ""]  # the markup goes in after Markdown
         return "\n".join(lines)
+
+    # -- on_page_content --------------------------------------------------------------------------
+    def page_content(self, html: str, page: Page) -> str:
+        demos = self.pages.get(self.shown_path(page.file))
+        return render.fill_slots(html, demos.placed, demos.src_path) if demos and demos.placed else html
 
     def _replace_figures(self, markdown: str, demos: PageDemos) -> str:
         m, strings = self.measurements, self.strings
-        resolver = inline_figures.FigureResolver(self.lang, self.global_values, demos.readouts)
+        resolver = self.figures(demos.readouts)
         # Titles are built on first use: a page without figure references never triggers the sweep.
         titles = {"measured": lambda: kinds.measured_source(m.sweep()["machine_info"], m.simulator.model_name,
                                                             strings),
                   "projected": lambda: strings["common.projected_note"]}
         return inline_figures.replace_figures(markdown, demos.source, demos.src_path, resolver, titles)
 
-    def global_values(self) -> dict[str, Any]:
-        m = self.measurements
-        return {"sweep": m.sweep, "roofline": m.roofline, "projections": m.projections,
-                "model": m.simulator.model_summary, "machine": lambda: m.sweep()["machine_info"]}
+    def figures(self, page_readouts: dict[str, dict[str, Any]] | None = None) -> inline_figures.FigureResolver:
+        """Figures for this language: the global measurements, and the page's demos' readouts if on a page."""
+        return inline_figures.FigureResolver(self.lang, inline_figures.figure_sources(self.measurements),
+                                             page_readouts)

@@ -1,36 +1,40 @@
 """Demo labels per language, from docs/<lang>/demo-strings.yml (the file translators edit).
 
 Keys are `section.name` (sections: `common` and one per demo kind). Every language must have every key
-the default language has; a missing key is a build error naming the language and the key.
+the default language has; a missing key is an AuthoringMistake naming the file, the line and the key.
+Under `mkdocs serve`, `readable_strings` is what the demos show meanwhile.
 """
 
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from mkdocs.exceptions import PluginError
+
+from hooks.authoring import AuthoringMistake
 
 STRINGS_FILE = "demo-strings.yml"
 
 
 @dataclass(frozen=True)
 class Strings:
-    """The flattened labels of one language."""
+    """The flattened labels of one language, and the line of each key in its file."""
 
     lang: str
     path: str  # for error messages, relative to the project (docs/zh/demo-strings.yml)
     values: dict[str, str]
+    lines: dict[str, int] = field(default_factory=dict, compare=False)
 
     def __getitem__(self, key: str) -> str:
         try:
             return self.values[key]
         except KeyError:
-            raise PluginError(f"{self.path}: language '{self.lang}' has no demo string '{key}' — "
-                              f"add it (see the comments in docs/zh/{STRINGS_FILE})") from None
+            section = self.lines.get(key.split(".", 1)[0])
+            raise AuthoringMistake(self.path, section, f"language '{self.lang}' has no demo string '{key}' — "
+                                   f"add it (see the comments in docs/zh/{STRINGS_FILE})") from None
 
     def format(self, key: str, **fields: Any) -> str:
         """The label with its {placeholders} filled; an unknown placeholder is a build error."""
@@ -38,8 +42,9 @@ class Strings:
         names = {name for _, name, _, _ in string.Formatter().parse(template) if name}
         unknown = names - fields.keys()
         if unknown:
-            raise PluginError(f"{self.path}: demo string '{key}' ({self.lang}) uses unknown placeholder(s) "
-                              f"{', '.join(sorted(unknown))} — allowed: {', '.join(sorted(fields)) or 'none'}")
+            raise AuthoringMistake(self.path, self.lines.get(key),
+                                   f"demo string '{key}' ({self.lang}) uses unknown placeholder(s) "
+                                   f"{', '.join(sorted(unknown))} — allowed: {', '.join(sorted(fields)) or 'none'}")
         return template.format(**fields)
 
     def section(self, *sections: str) -> dict[str, str]:
@@ -58,34 +63,76 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
     return flat
 
 
+def key_lines(text: str) -> dict[str, int]:
+    """The 1-based line of every key (sections and labels, flattened as `section.name`) in YAML text."""
+    lines: dict[str, int] = {}
+
+    def walk(node: yaml.Node, prefix: str) -> None:
+        if not isinstance(node, yaml.MappingNode):
+            return
+        for key, value in node.value:
+            name = f"{prefix}{key.value}"
+            lines.setdefault(name, key.start_mark.line + 1)
+            walk(value, f"{name}.")
+
+    root = yaml.compose(text)
+    if root is not None:
+        walk(root, "")
+    return lines
+
+
 def read_strings(path: Path, lang: str, shown_path: str) -> Strings:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
     except FileNotFoundError:
-        raise PluginError(f"{shown_path}: missing demo strings file for language '{lang}' — "
-                          f"copy docs/zh/{STRINGS_FILE} and translate it") from None
+        raise AuthoringMistake(shown_path, None, f"missing demo strings file for language '{lang}' — "
+                               f"copy docs/zh/{STRINGS_FILE} and translate it") from None
     except yaml.YAMLError as error:
-        raise PluginError(f"{shown_path}: malformed YAML ({error})") from None
+        mark = getattr(error, "problem_mark", None)
+        problem = getattr(error, "problem", None) or str(error).split("\n")[0]
+        raise AuthoringMistake(shown_path, mark.line + 1 if mark is not None else None,
+                               f"malformed YAML ({problem}) — allowed: sections (common, conversation, …) "
+                               "of `key: text` lines, text with a `:` or `#` in quotes") from None
     if not isinstance(data, dict):
-        raise PluginError(f"{shown_path}: expected a mapping of sections (common, conversation, …)")
-    return Strings(lang, shown_path, flatten(data))
+        raise AuthoringMistake(shown_path, None, "expected a mapping of sections (common, conversation, …)")
+    return Strings(lang, shown_path, flatten(data), key_lines(text))
+
+
+def _shown(docs_dir: Path, language: str, project_dir: Path) -> str:
+    path = docs_dir / language / STRINGS_FILE
+    try:
+        return path.relative_to(project_dir).as_posix()
+    except ValueError:
+        return path.as_posix()
 
 
 def load_strings(docs_dir: Path, lang: str, reference_lang: str, project_dir: Path) -> Strings:
     """One language's strings, checked to have every key of the reference (default) language."""
-
-    def shown(language: str) -> str:
-        path = docs_dir / language / STRINGS_FILE
-        try:
-            return path.relative_to(project_dir).as_posix()
-        except ValueError:
-            return path.as_posix()
-
-    strings = read_strings(docs_dir / lang / STRINGS_FILE, lang, shown(lang))
+    strings = read_strings(docs_dir / lang / STRINGS_FILE, lang, _shown(docs_dir, lang, project_dir))
     if reference_lang != lang:
-        reference = read_strings(docs_dir / reference_lang / STRINGS_FILE, reference_lang, shown(reference_lang))
+        reference = read_strings(docs_dir / reference_lang / STRINGS_FILE, reference_lang,
+                                 _shown(docs_dir, reference_lang, project_dir))
         missing = [key for key in reference.values if key not in strings.values]
         if missing:
-            raise PluginError(f"{strings.path}: language '{lang}' is missing demo string(s) "
-                              f"{', '.join(missing)} — copy them from {reference.path} and translate them")
+            section = strings.lines.get(missing[0].split(".", 1)[0])
+            raise AuthoringMistake(strings.path, section, f"language '{lang}' is missing demo string(s) "
+                                   f"{', '.join(missing)} — copy them from {reference.path} and translate them")
     return strings
+
+
+def readable_strings(docs_dir: Path, lang: str, reference_lang: str, project_dir: Path) -> Strings | None:
+    """What the demos show while this language's strings have a mistake (under `mkdocs serve`): its
+    readable labels, the reference language's where it has none; None when neither file can be read."""
+
+    def readable(language: str) -> Strings | None:
+        try:
+            return read_strings(docs_dir / language / STRINGS_FILE, language, _shown(docs_dir, language, project_dir))
+        except AuthoringMistake:
+            return None
+
+    own, reference = readable(lang), readable(reference_lang)
+    if own is None or reference is None:
+        fallback = own or reference
+        return None if fallback is None else Strings(lang, fallback.path, fallback.values, fallback.lines)
+    return Strings(lang, own.path, {**reference.values, **own.values}, own.lines)

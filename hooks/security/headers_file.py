@@ -53,9 +53,7 @@ def render_headers_file(page_hashes: Mapping[str, Sequence[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_headers_file(site_dir: Path) -> dict[str, InlineCode]:
-    """Scan site_dir, write site_dir/_headers, and return what was found (for warnings)."""
-    found = scan_site(site_dir)
+def write_headers_file(site_dir: Path, found: Mapping[str, InlineCode]) -> None:
+    """Write site_dir/_headers for the pages `scan_site` found."""
     text = render_headers_file({page: code.hashes for page, code in found.items()})
     (site_dir / "_headers").write_text(text, encoding="utf-8")
-    return found

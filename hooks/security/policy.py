@@ -25,10 +25,16 @@ _DIRECTIVES: tuple[tuple[str, str], ...] = (
     ("frame-ancestors", "'none'"),
 )
 
+# Browsers ignore these directives in a <meta> policy (Chromium says so in a console error), so a page
+# cannot carry them itself: only a response header can.
+HEADER_ONLY_DIRECTIVES: frozenset[str] = frozenset({"frame-ancestors", "report-uri", "sandbox"})
+
+REFERRER_POLICY = "no-referrer"
+
 # Sent with every response, pages and assets alike.
 COMMON_HEADERS: tuple[tuple[str, str], ...] = (
     ("X-Content-Type-Options", "nosniff"),
-    ("Referrer-Policy", "no-referrer"),
+    ("Referrer-Policy", REFERRER_POLICY),
     ("X-Frame-Options", "DENY"),
     ("Cross-Origin-Opener-Policy", "same-origin"),
     # Only features Chromium knows: an unknown one is reported as a console error.
@@ -49,11 +55,14 @@ FINGERPRINTED_ASSETS: tuple[str, ...] = (
 CACHE_FOR_A_YEAR = ("Cache-Control", "public, max-age=31536000, immutable")
 
 
-def content_security_policy(script_hashes: Iterable[str]) -> str:
-    """The CSP header value for a page whose inline scripts have these `'sha256-…'` hashes."""
+def content_security_policy(script_hashes: Iterable[str], *, in_meta: bool = False) -> str:
+    """The CSP for a page whose inline scripts have these `'sha256-…'` hashes: the header value, or
+    with `in_meta` the same policy without the directives a `<meta>` element cannot carry."""
     hashes = sorted(set(script_hashes))
     parts = []
     for directive, sources in _DIRECTIVES:
+        if in_meta and directive in HEADER_ONLY_DIRECTIVES:
+            continue
         if directive == "script-src" and hashes:
             sources = " ".join([sources, *hashes])
         parts.append(f"{directive} {sources}")

@@ -1,7 +1,9 @@
 """Browser fixtures: Debian's Chromium driven by Playwright, against the built site on 127.0.0.1.
 
 `open_page(path, color_scheme=..., reduced_motion=...)` returns `(page, log)`; the log records console
-errors, uncaught page errors, CSP violations and every request that leaves 127.0.0.1.
+errors, uncaught page errors, CSP violations and every request that leaves 127.0.0.1. The site is served
+with the response headers of its `_headers` file; `open_page_without_headers` opens it as a host that
+sends none would serve it (GitHub Pages): plain static files.
 """
 
 from __future__ import annotations
@@ -64,8 +66,23 @@ def browser() -> Iterator[object]:
         instance.close()
 
 
+@pytest.fixture(scope="session")
+def site_url_without_headers(built_site: Path) -> Iterator[str]:
+    with StaticServer(built_site, send_headers=False) as server:
+        yield server.url
+
+
 @pytest.fixture
 def open_page(browser, site_url: str) -> Iterator[Callable[..., tuple[object, PageLog]]]:
+    yield from _page_opener(browser, site_url)
+
+
+@pytest.fixture
+def open_page_without_headers(browser, site_url_without_headers: str) -> Iterator[Callable[..., tuple[object, PageLog]]]:
+    yield from _page_opener(browser, site_url_without_headers)
+
+
+def _page_opener(browser, site_url: str) -> Iterator[Callable[..., tuple[object, PageLog]]]:
     contexts = []
 
     def _open(path: str = "", *, color_scheme: str = "light", reduced_motion: str = "no-preference",

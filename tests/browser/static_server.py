@@ -1,4 +1,5 @@
-"""A static file server for tests that sends the headers a static host would, read from `_headers`."""
+"""A static file server for tests that sends the headers a static host would, read from `_headers` —
+or none at all, as GitHub Pages and most static hosts serve a site (`send_headers=False`)."""
 
 from __future__ import annotations
 
@@ -77,9 +78,10 @@ class _Handler(SimpleHTTPRequestHandler):
 class StaticServer:
     """Serve a built site on 127.0.0.1 on a free port, in a background thread."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, send_headers: bool = True) -> None:
         headers_file = root / "_headers"
-        rules = parse_headers_file(headers_file.read_text(encoding="utf-8")) if headers_file.exists() else []
+        rules = (parse_headers_file(headers_file.read_text(encoding="utf-8"))
+                 if send_headers and headers_file.exists() else [])
         handler = type("Handler", (_Handler,), {"rules": rules, "_gzipped": {}})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from hooks.chapters import CHAPTER_SLUGS
+from hooks.chapters import APPENDIX_SLUGS, CHAPTER_SLUGS
 
 pytestmark = pytest.mark.browser
 
-PAGES = [prefix + (f"{slug}/" if slug else "") for prefix in ("", "en/") for slug in (None, *CHAPTER_SLUGS)]
+PAGES = [prefix + (f"{slug}/" if slug else "") for prefix in ("", "en/") for slug in (None, *CHAPTER_SLUGS, *APPENDIX_SLUGS)]
 
 
 def _screenshot_name(path: str, scheme: str) -> str:

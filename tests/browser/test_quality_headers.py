@@ -1,16 +1,28 @@
-"""Security headers: the build writes a per-page CSP into `_headers`; the pages run under it cleanly."""
+"""The site's protections: every page carries its own CSP (a `<meta>` element with its script hashes),
+and `_headers` carries the same policy for the hosts that read it. The pages run under both cleanly,
+served with the headers and as plain static files (GitHub Pages), and an injected script runs in neither.
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from hooks.security.headers_file import render_headers_file, url_patterns
 from hooks.security.inline_scripts import csp_hash, find_inline_code
-from hooks.security.policy import COMMON_HEADERS, content_security_policy
+from hooks.security.page_meta import with_policy
+from hooks.security.policy import (
+    COMMON_HEADERS,
+    HEADER_ONLY_DIRECTIVES,
+    REFERRER_POLICY,
+    content_security_policy,
+)
 from tests.browser.quality_pages import page_paths, scroll_through
 from tests.browser.static_server import headers_for, parse_headers_file
+
+PAGE_POLICY = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">')
 
 # ---- the policy and the hashing, without a build -------------------------------------------------
 
@@ -43,6 +55,33 @@ def test_policy_allows_only_the_site_itself_and_never_eval_or_inline_scripts() -
     assert directives["frame-ancestors"] == "'none'"
     assert "unsafe-eval" not in policy
     assert "http" not in policy and "*" not in policy
+
+
+def test_the_meta_policy_is_the_header_policy_without_what_a_meta_element_cannot_carry() -> None:
+    header = dict(part.split(" ", 1) for part in content_security_policy(["'sha256-a='"]).split("; "))
+    meta = dict(part.split(" ", 1) for part in content_security_policy(["'sha256-a='"], in_meta=True).split("; "))
+    assert "frame-ancestors" in header
+    assert not HEADER_ONLY_DIRECTIVES & meta.keys()
+    assert meta == {name: sources for name, sources in header.items() if name not in HEADER_ONLY_DIRECTIVES}
+
+
+def test_the_policy_goes_right_after_the_charset_before_any_script_and_only_once() -> None:
+    page = ('<!doctype html><html><head>\n<meta charset="utf-8">\n<link rel="stylesheet" href="a.css">'
+            "<script>a()</script></head><body></body></html>")
+    secured = with_policy(page, [csp_hash("a()")])
+    assert secured is not None
+    charset, policy = secured.index("<meta charset"), secured.index("Content-Security-Policy")
+    assert charset < policy < secured.index('name="referrer"') < secured.index("<link") < secured.index("<script")
+    assert PAGE_POLICY.search(secured).group(1) == content_security_policy([csp_hash("a()")], in_meta=True)
+    assert f'<meta name="referrer" content="{REFERRER_POLICY}">' in secured
+    # mkdocs-static-i18n runs the post-build step once per language: placing it again changes nothing.
+    assert with_policy(secured, [csp_hash("a()")]) == secured
+    again = with_policy(secured, [csp_hash("b()")])
+    assert again.count("Content-Security-Policy") == 1 and csp_hash("b()") in again
+
+
+def test_a_page_without_a_head_gets_no_policy() -> None:
+    assert with_policy("<p>fragment</p>", []) is None
 
 
 def test_each_page_rule_carries_that_pages_hashes_and_the_catch_all_their_union() -> None:
@@ -88,6 +127,24 @@ def test_headers_file_covers_every_page_of_every_language_with_its_own_hashes(bu
             assert headers_for(pattern, rules).get("Content-Security-Policy") == expected, relative
 
 
+def test_every_page_carries_its_own_policy_before_anything_it_governs(built_site: Path) -> None:
+    rules = _rules(built_site)
+    for html_file in sorted(built_site.rglob("*.html")):
+        relative = html_file.relative_to(built_site).as_posix()
+        html = html_file.read_text(encoding="utf-8")
+        found = PAGE_POLICY.findall(html)
+        assert len(found) == 1, f"{relative}: {len(found)} meta policies"
+        header = headers_for(url_patterns(relative)[0], rules)["Content-Security-Policy"]
+        # The same hashes as _headers; only what a meta element cannot carry is left out.
+        assert found[0] == content_security_policy(find_inline_code(html).hashes, in_meta=True), relative
+        assert found[0] == "; ".join(part for part in header.split("; ")
+                                     if part.split(" ")[0] not in HEADER_ONLY_DIRECTIVES), relative
+        head = html[: html.index("</head>")]
+        first_governed = min(head.index(tag) for tag in ("<script", "<link", "<style") if tag in head)
+        assert head.index("<meta charset") < head.index("Content-Security-Policy") < first_governed, relative
+        assert f'<meta name="referrer" content="{REFERRER_POLICY}">' in head, relative
+
+
 def test_no_page_has_inline_code_that_a_hash_cannot_allow(built_site: Path) -> None:
     offenders = {html.relative_to(built_site).as_posix(): code.unhashable
                  for html in built_site.rglob("*.html")
@@ -95,7 +152,44 @@ def test_no_page_has_inline_code_that_a_hash_cannot_allow(built_site: Path) -> N
     assert not offenders, f"inline handlers or javascript: URLs (blocked by the CSP): {offenders}"
 
 
-# ---- in Chromium, served with exactly those headers ----------------------------------------------
+# ---- in Chromium, served with exactly those headers, and without any ---------------------------------
+
+HOSTS = ["with-headers", "without-headers"]
+FAST = "?pd-speed=400"  # the player's test hook: 400x the recorded clock
+INJECTED = ("<script>window.__pdInjected = 1</script>"
+            "<img src=\"data:,\" onerror=\"window.__pdInjected = 2\" alt=\"\">")
+
+
+@pytest.fixture(params=HOSTS)
+def hosted_page(request):
+    """Open a page as served with the `_headers` file (Netlify, Cloudflare Pages) or without (GitHub Pages)."""
+    return request.getfixturevalue("open_page" if request.param == "with-headers" else "open_page_without_headers")
+
+
+def play_every_demo(page) -> None:
+    """Do what a reader can do with every demo of the page: play it to the end, switch every option,
+    move every slider to its end and point at every chart (plotly writes styles as it hovers)."""
+    for demo in page.locator(".pd-demo").all():
+        demo.scroll_into_view_if_needed()
+        page.mouse.move(10, 300)
+        page.mouse.move(20, 310)  # demos start at the reader's first gesture
+        page.wait_for_function("el => el.dataset.pdStatus === 'ready'", arg=demo.element_handle(), timeout=20_000)
+        play = demo.locator(".pd-button--play")
+        if play.count():
+            play.first.click()
+            page.wait_for_function("el => el.dataset.pdState === 'ended'", arg=demo.element_handle(),
+                                   timeout=20_000)
+        for select in demo.locator("select").all():
+            for value in [option.get_attribute("value") for option in select.locator("option").all()]:
+                select.select_option(value)
+        for slider in demo.locator("input[type=range]").all():
+            slider.focus()
+            page.keyboard.press("End")
+        for chart in demo.locator(".pd-chart").all():
+            chart.scroll_into_view_if_needed()
+            page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(),
+                                   timeout=20_000)
+            chart.hover()
 
 
 @pytest.mark.browser
@@ -111,14 +205,59 @@ def test_server_sends_exactly_the_headers_file_policy(open_page, built_site: Pat
 
 
 @pytest.mark.browser
+def test_a_host_without_headers_sends_no_policy_so_the_page_alone_enforces_it(open_page_without_headers) -> None:
+    page, _ = open_page_without_headers("")
+    sent = page.request.get(page.url).headers
+    assert "content-security-policy" not in sent and "referrer-policy" not in sent
+    policy = page.evaluate("document.querySelector('meta[http-equiv=\"Content-Security-Policy\"]').content")
+    assert "script-src 'self' 'sha256-" in policy
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("path", ["", "en/decode/"])
+def test_an_injected_inline_script_or_handler_without_a_hash_is_blocked(hosted_page, path: str) -> None:
+    page, log = hosted_page(path)
+
+    def inject(route) -> None:
+        response = route.fetch()
+        route.fulfill(response=response, body=response.text().replace("</body>", INJECTED + "</body>"))
+
+    page.route(page.url, inject)  # as if the page's HTML had been tampered with
+    log.csp_violations.clear()
+    page.reload()
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__pdInjected") is None, "an injected inline script or handler ran"
+    assert len(log.csp_violations) >= 2, f"the injected code was not reported as blocked: {log.csp_violations}"
+    # The page's own inline scripts still ran: Material's storage scope and our "js" class.
+    assert page.evaluate("typeof __md_scope") == "object"
+    assert page.evaluate("document.documentElement.classList.contains('js')")
+
+
+@pytest.mark.browser
+def test_without_the_pages_own_policy_the_same_injection_would_run(open_page_without_headers) -> None:
+    # The control for the test above: what blocks the injection on a header-less host is the meta element.
+    page, _ = open_page_without_headers("")
+
+    def inject_and_strip_the_policy(route) -> None:
+        html = route.fetch().text().replace("</body>", INJECTED + "</body>")
+        route.fulfill(status=200, content_type="text/html", body=PAGE_POLICY.sub("", html))
+
+    page.route(page.url, inject_and_strip_the_policy)
+    page.reload()
+    page.wait_for_function("window.__pdInjected !== undefined", timeout=5000)
+
+
+@pytest.mark.browser
 @pytest.mark.parametrize("palette", ["light", "dark"])
 def test_every_page_and_demo_runs_with_zero_csp_violations_and_no_outside_requests(
-        open_page, built_site: Path, palette: str) -> None:
+        hosted_page, built_site: Path, palette: str) -> None:
     problems = {}
     for path in page_paths(built_site):
-        page, log = open_page(path, color_scheme=palette)
-        scroll_through(page)
-        if log.csp_violations or log.outside_requests:
-            problems[path or "/"] = log.csp_violations + log.outside_requests
+        page, log = hosted_page(path + FAST, color_scheme=palette)
+        scroll_through(page, settle_ms=300)
+        play_every_demo(page)
+        page.wait_for_timeout(300)
+        if log.csp_violations or log.outside_requests or log.page_errors:
+            problems[path or "/"] = log.csp_violations + log.outside_requests + log.page_errors
         page.context.close()
-    assert not problems, f"CSP violations or requests that left 127.0.0.1: {problems}"
+    assert not problems, f"CSP violations, page errors or requests that left 127.0.0.1: {problems}"

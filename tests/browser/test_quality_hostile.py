@@ -21,7 +21,8 @@ from tests.browser.static_server import StaticServer
 from tests.browser.test_quality_builds import make_project
 from tests.conftest import build_site
 
-PROMPT = "</script><img src=x onerror=window.__pdPwned=1> quantum?"
+TEMPLATE_SYNTAX = "Say {{ machine.cpu }} and stop. {% claim ttft %}"  # must reach the page as typed
+PROMPT = f"</script><img src=x onerror=window.__pdPwned=1> {TEMPLATE_SYNTAX} quantum?"
 NOTE = "<script>window.__pdPwned=2</script><b>note</b>"
 LABEL_TAIL = " <img src=x onerror=window.__pdPwned=3>"
 MARKUP_PATTERN = re.compile(r"<img src=x|<script>window\.__pdPwned|<b>note</b>")
@@ -61,7 +62,11 @@ def hostile_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     hostile = _with_hostile_leaves(yaml.safe_load(strings.read_text(encoding="utf-8")))
     strings.write_text(yaml.safe_dump(hostile, allow_unicode=True), encoding="utf-8")
     site = build_site(root / "site", config_file=config, extra_env={"PD_SWEEP": "quick"}).path
-    (site / "_headers").unlink()  # serve without the CSP: escaping has to be enough on its own
+    # Serve without the CSP, neither the headers nor the pages' own: escaping has to be enough on its own.
+    (site / "_headers").unlink()
+    for page in site.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        page.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html), encoding="utf-8")
     return site
 
 
@@ -76,6 +81,7 @@ def test_hostile_text_is_escaped_in_the_built_html(hostile_site: Path) -> None:
         html = (hostile_site / chapter / "index.html").read_text(encoding="utf-8")
         assert "&lt;img src=x onerror=window.__pdPwned=1&gt;" in html, f"{chapter}: prompt not shown as text"
         assert "&lt;script&gt;window.__pdPwned=2" in html, f"{chapter}: note not shown as text"
+        assert TEMPLATE_SYNTAX in html, f"{chapter}: the prompt's {{{{ … }}}} was read as a figure reference"
         assert not MARKUP_PATTERN.search(html), f"{chapter}: hostile text reached the HTML as markup"
 
 
@@ -88,7 +94,8 @@ def test_hostile_text_in_demo_json_stays_data(hostile_site: Path) -> None:
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("chapter", ["two-phases/", "prefill/", "decode/", "ttft-tps/", "bottleneck/", "summary/"])
+@pytest.mark.parametrize("chapter", ["two-phases/", "prefill/", "decode/", "ttft-tps/", "bottleneck/", "summary/",
+                                     "projections/"])
 def test_hostile_text_runs_nothing_and_shows_literally_in_the_browser(browser, hostile_url: str,
                                                                       chapter: str) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -106,6 +113,7 @@ def test_hostile_text_runs_nothing_and_shows_literally_in_the_browser(browser, h
     text = page.evaluate("() => document.body.innerText")
     if chapter in ("two-phases/", "prefill/"):
         assert "onerror=window.__pdPwned=1" in text, "the hostile prompt is not shown as text"
+        assert TEMPLATE_SYNTAX in text, "the prompt's template syntax is not shown as typed"
     assert "onerror=window.__pdPwned=3" in text, "hostile labels are not shown as text"
     svg_text = page.evaluate("() => [...document.querySelectorAll('.main-svg')].map(n => n.textContent).join(' ')")
     if page.locator(".main-svg").count():

@@ -48,7 +48,8 @@ class CountingSimulator(NumpySimulator):
 
         def point(n: int, phase: str) -> dict[str, Any]:
             intensity = 100.0 if phase == "prefill" else 1.0
-            return {"prompt_tokens": n, "phase": phase, "intensity": intensity, "gflops": 50.0 * min(intensity, 2),
+            return {"prompt_tokens": n, "phase": phase, "ms": 1000.0 if phase == "prefill" else 25.0,
+                    "intensity": intensity, "gflops": 50.0 * min(intensity, 2),
                     "gbps": 20.0, "compute_utilization": 0.5 if phase == "prefill" else 0.01,
                     "bandwidth_utilization": 0.2 if phase == "prefill" else 0.8}
 

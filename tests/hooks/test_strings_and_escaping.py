@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
+from markupsafe import escape
 from mkdocs.exceptions import PluginError
 
-from hooks.demos.render import render_demo
+from hooks.demos.blocks import block_sources, parse_block, validate
+from hooks.demos.render import fill_slots, render_demo
+from hooks.demos.site import PageDemos
 from hooks.demos.strings import load_strings
 
-from .conftest import DOCS, REPO
+from .conftest import DOCS, REPO, CountingSimulator
 
 TEMPLATES = REPO / "overrides" / "pd"
 HOSTILE = "</script><img src=x onerror=alert(1)>"
@@ -62,8 +67,12 @@ def context(strings, **overrides):
     base = {"kind": "conversation", "lang": strings.lang, "trace_url": "../assets/traces/c.json",
             "demo_id": "pd-demo-conversation-1", "title": strings["conversation.title"], "note": None,
             "rows": [], "table": None, "source_measured": "Measured", "source_projected": None,
-            "strings": strings, "prompt": "Hi", "answer": "Hello"}
-    return {**base, **overrides}
+            "strings": strings, "prompt": "Hi", "answer": "Hello", "answer_parts": [{"text": "Hello"}],
+            "prompt_summary": None, "notes": {"stopped": None, "caveat": None}}
+    base.update(overrides)
+    if "answer" in overrides and "answer_parts" not in overrides:
+        base["answer_parts"] = [{"text": overrides["answer"]}]
+    return base
 
 
 def test_the_placeholder_has_the_contract_attributes_and_a_readable_fallback(en):
@@ -87,9 +96,34 @@ def test_hostile_prompt_answer_note_and_strings_are_escaped(tmp_path: Path, en):
 
 
 def test_hostile_token_texts_are_escaped_in_the_prefill_fallback(en):
-    tokens = [{"id": 1, "text": HOSTILE, "partial": False}, {"id": 2, "text": "\u00e4", "partial": True}]
+    tokens = [{"id": 1, "text": HOSTILE, "partial": False, "bytes": "3C", "role": "user"},
+              {"id": 2, "text": "\u00e4", "partial": True, "bytes": "C3", "role": "user"}]
     html = render_demo(TEMPLATES, "prefill", context(en, kind="prefill", prompt=HOSTILE, tokens=tokens))
-    assert "<img" not in html and 'class="pd-token pd-token--partial"' in html
+    assert "<img" not in html and 'class="pd-token pd-token--user pd-token--partial"' in html
+
+
+def test_the_prefill_fallback_shows_each_tokens_bytes_and_says_what_a_split_character_is(en):
+    tokens = [{"id": 1, "text": "请", "partial": True, "bytes": "E8 AF", "role": "user"},
+              {"id": 2, "text": "请", "partial": True, "bytes": "B7", "role": "user"}]
+    html = render_demo(TEMPLATES, "prefill", context(en, kind="prefill", prompt="请", tokens=tokens))
+    assert '请 <small class="pd-token__hex">E8 AF</small>' in html and ">B7<" in html
+    assert en["prefill.partial_legend"].replace("'", "&#39;") in html
+
+
+def test_an_answer_token_without_a_whole_character_shows_its_bytes_and_why(en):
+    html = render_demo(TEMPLATES, "prefill", context(
+        en, kind="prefill", tokens=[], answer="\ufffd", answer_parts=[{"bytes": "E8 AF"}],
+        notes={"stopped": en["common.first_token_only"], "caveat": None}))
+    assert "\ufffd</p>" not in html and '<span class="pd-token pd-token--partial pd-token--bytes">E8 AF</span>' in html
+    assert "holds only part of a character" in html and "generates only the first token" in html
+
+
+def test_the_fallback_says_an_answer_was_cut_off_and_counts_the_template_tokens(en):
+    html = render_demo(TEMPLATES, "conversation", context(
+        en, prompt_summary="Of the 37 tokens the model reads, 30 come from the template",
+        notes={"stopped": "cut off at 64", "caveat": "may be wrong"}))
+    for sentence in ("Of the 37 tokens", "cut off at 64", "may be wrong"):
+        assert sentence in html
 
 
 def test_the_answer_keeps_its_line_breaks(en):
@@ -100,4 +134,74 @@ def test_the_answer_keeps_its_line_breaks(en):
 def test_the_repository_strings_files_are_valid_yaml_with_sections():
     for lang in ("zh", "en"):
         data = yaml.safe_load((DOCS / lang / "demo-strings.yml").read_text(encoding="utf-8"))
-        assert set(data) == {"common", "conversation", "prefill", "decode", "timeline", "roofline", "recap"}
+        assert set(data) == {"common", "conversation", "prefill", "decode", "timeline", "roofline", "recap",
+                             "validation", "device"}
+
+
+# --- Text from prompts, answers, notes and strings files is never template syntax -------------------------
+
+TEMPLATE_SYNTAX = "Say {{ machine.cpu }} and stop. {% claim ttft %} <b>bold</b> **stars** [link](x.md)"
+
+
+class ParrotingSimulator(CountingSimulator):
+    """The tiny model, except that its answer is whatever the test says."""
+
+    def __init__(self, answer: str | None) -> None:
+        super().__init__()
+        self.answer = answer
+
+    def record(self, prompt: str, **kwargs):
+        trace = super().record(prompt, **kwargs)
+        if self.answer is not None:
+            trace["answer"] = self.answer
+        return trace
+
+
+def built_page(tmp_path: Path, strings, *, prompt: str = "Hello", note: str = "A note", answer: str | None = None):
+    """One page through the demo hook's passes and Markdown, as `mkdocs build` runs them: the HTML."""
+    import markdown
+    from mkdocs.config.defaults import MkDocsConfig
+
+    from hooks.demos.cache import ResultCache
+    from hooks.demos.measurements import SWEEP_SETTINGS, Measurements
+    from hooks.demos.site import DemoSite
+
+    config = MkDocsConfig()
+    config.load_dict({"site_name": "t", "docs_dir": str(DOCS), "site_dir": str(tmp_path / "site")})
+    config.validate()
+    config.plugins._current_plugin = None  # File.generated records which plugin made a file
+    measurements = Measurements(ParrotingSimulator(answer), ResultCache(tmp_path / "cache", memo={}), "code-v1",
+                                SWEEP_SETTINGS["quick"])
+    source = ("# Title\n\nThe build machine has {{ machine.cores }} cores.\n\n"
+              f"```demo\nkind: conversation\nmax_new_tokens: 3\nprompt: {json.dumps(prompt)}\nnote: {json.dumps(note)}\n```\n")
+    page_path = DOCS / strings.lang / "literal-test.md"
+    site = DemoSite(REPO, measurements, TEMPLATES)
+    site.strings, site.lang = strings, strings.lang
+    demos = PageDemos(f"docs/{strings.lang}/literal-test.md", source, block_sources(source))
+    demos.places = [site._place(demos, validate(parse_block(found, "literal-test.md", index), site.limits()), config)
+                    for index, found in enumerate(demos.blocks)]
+    site.pages = {demos.src_path: demos}
+    page = SimpleNamespace(file=SimpleNamespace(url="literal-test/", abs_src_path=str(page_path)))
+    body = markdown.markdown(site.page_markdown(source, page),
+                             extensions=["md_in_html", "attr_list", "admonition", "pymdownx.superfences"])
+    return site.page_content(body, page)
+
+
+@pytest.mark.parametrize("source", ["prompt", "answer", "note", "strings file"])
+def test_text_from_every_source_reaches_the_page_literally_never_as_template_syntax(tmp_path, en, source):
+    strings = en
+    if source == "strings file":
+        strings = type(en)(en.lang, en.path, {**en.values, "conversation.title": TEMPLATE_SYNTAX,
+                                              "common.answer": TEMPLATE_SYNTAX})
+    html = built_page(tmp_path, strings, prompt=TEMPLATE_SYNTAX if source == "prompt" else "Hello",
+                      note=TEMPLATE_SYNTAX if source == "note" else "A note",
+                      answer=TEMPLATE_SYNTAX if source == "answer" else None)
+    assert str(escape(TEMPLATE_SYNTAX)) in html  # {{ … }}, {% … %}, HTML and Markdown all as typed
+    assert "Say AMD" not in html and "Say Test CPU" not in html and "<b>bold</b>" not in html and "<strong>" not in html
+    assert "{{ machine.cores }}" not in html and 'class="pd-figure"' in html  # the prose's own figure was filled in
+    assert "pd-demo-slot" not in html and html.count('data-pd-demo="conversation"') == 1
+
+
+def test_a_demo_placeholder_lost_on_the_way_through_markdown_is_an_error():
+    with pytest.raises(PluginError, match=r"docs/en/x\.md: the page's 1 demo placeholder\(s\) did not come through"):
+        fill_slots("<p>nothing here</p>", ["<figure></figure>"], "docs/en/x.md")

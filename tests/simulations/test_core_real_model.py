@@ -96,6 +96,26 @@ def test_chinese_prompt_is_19_tokens_and_28_in_the_bare_chatml_template(smollm):
     assert len(tokenizer.encode(tokenizer.render_chat(text, system_prompt="").text)) == 28
 
 
+def test_chinese_tokens_carry_their_bytes_and_show_which_split_a_character(smollm):
+    shown = smollm.tokenizer.display(smollm.tokenizer.encode("请用三句话介绍量子计算"))
+    assert len(shown) == 19
+    assert [(s["text"], s["bytes"], s["partial"]) for s in shown[:3]] == [
+        ("请", "E8 AF", True), ("请", "B7", True), ("用", "E7 94 A8", False)]
+    assert [s["text"] for s in shown if not s["partial"]] == ["用", "量", "子"]  # 8 characters are split in two
+    # The prefill chapter's answer: one token holding the first 2 bytes of a 3-byte character.
+    assert smollm.tokenizer.display([14483]) == [{"id": 14483, "text": "\ufffd", "partial": True, "bytes": "E6 9C"}]
+
+
+def test_the_template_and_default_system_prompt_are_most_of_a_short_question(smollm):
+    from collections import Counter
+
+    from simulations.trace import prepare_prompt
+
+    _, ids, facts = prepare_prompt(smollm, PROMPT, chat=True, system_prompt=None)
+    assert len(ids) == 37
+    assert Counter(facts["roles"]) == {"user": 7, "system": 16, "template": 14}
+
+
 def test_default_system_prompt_comes_from_the_gguf_template(smollm):
     chat = smollm.tokenizer.render_chat(PROMPT)
     assert chat.system_prompt_is_default

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from simulations import projections as pj
 
-REQUIRED_DEVICES = {"h100-sxm", "a100-80gb", "rtx-4090", "l4", "apple-m3-max-gpu", "apple-ane-m3-max"}
-REQUIRED_MODELS = {"llama-3.1-8b", "qwen2.5-7b", "smollm2-135m"}
+REQUIRED_DEVICES = {"h100-sxm", "h100-pcie", "a100-80gb", "a100-80gb-pcie", "rtx-4090", "rtx-3090", "l4",
+                    "apple-m1-max-gpu", "apple-m2-ultra-gpu", "apple-m3-max-gpu", "apple-m4-gpu", "apple-m4-max-gpu",
+                    "apple-ane-m3-max"}
+REQUIRED_MODELS = {"llama-3.1-8b", "llama-2-7b", "qwen2.5-7b", "llama-3-70b", "smollm2-135m"}
+REQUIRED_PRECISIONS = {"fp16", "q8_0", "q4_0", "q4_k_m"}
+ARTICLE_MODELS = set(pj.default_models())
 LLAMA_8B = pj.load_data("models")["models"]["llama-3.1-8b"]
 H100 = pj.load_data("accelerators")["devices"]["h100-sxm"]
+TOY_MODEL = {"layers": 1, "d_model": 4, "heads": 2, "kv_heads": 1, "head_dim": 2, "d_ff": 8, "vocab": 10,
+             "tied_embeddings": True}
 
 
 def numbers_without_source(node: Any, path: str = "", sourced: bool = False) -> list[str]:
@@ -34,19 +41,22 @@ def source_ids(node: Any) -> set[str]:
     return set()
 
 
-@pytest.mark.parametrize("name, section", [("accelerators", "devices"), ("models", "models")])
-def test_every_number_in_the_data_files_carries_a_known_source(name: str, section: str) -> None:
+@pytest.mark.parametrize("name, sections", [("accelerators", ("devices", "published_results")),
+                                            ("models", ("models", "precisions", "gguf_files"))])
+def test_every_number_in_the_data_files_carries_a_known_source(name: str, sections: tuple[str, ...]) -> None:
     data = pj.load_data(name)
-    assert numbers_without_source(data[section]) == []
-    assert numbers_without_source(data.get("published_results", [])) == []
+    for section in sections:
+        assert numbers_without_source(data[section]) == [], section
     assert source_ids(data) <= set(data["sources"])
     for source in data["sources"].values():
         assert source["title"] and source["url"].startswith("https://")
 
 
-def test_data_files_cover_the_required_devices_and_models() -> None:
+def test_data_files_cover_the_required_devices_models_and_precisions() -> None:
     assert set(pj.load_data("accelerators")["devices"]) >= REQUIRED_DEVICES
     assert set(pj.load_data("models")["models"]) >= REQUIRED_MODELS
+    assert set(pj.load_data("models")["precisions"]) >= REQUIRED_PRECISIONS
+    assert {d["class"] for d in pj.load_data("accelerators")["devices"].values()} == set(pj.DEVICE_CLASSES)
 
 
 @pytest.mark.parametrize("model_id", sorted(pj.load_data("models")["models"]))
@@ -60,23 +70,40 @@ def test_kv_bytes_per_token_is_k_and_v_for_every_layer_and_kv_head_in_fp16() -> 
     assert pj.kv_bytes_per_token(LLAMA_8B) == 131072
 
 
-def test_q4_weights_take_four_and_a_half_bits_and_fp16_sixteen() -> None:
-    assert pj.weight_bytes(LLAMA_8B, "q4") / pj.weight_bytes(LLAMA_8B, "fp16") == pytest.approx(4.5 / 16)
+def test_precisions_take_their_real_bits_per_weight_and_q4_is_an_alias_of_q4_0() -> None:
+    assert pj.nominal_bits_per_weight("fp16") == 16
+    assert pj.nominal_bits_per_weight("q8_0") == 8.5
+    assert pj.nominal_bits_per_weight("q4_0") == pj.nominal_bits_per_weight("q4") == 4.5
+    assert pj.nominal_bits_per_weight("q4_k_m") == pytest.approx(4.9, abs=0.05)
+    with pytest.raises(ValueError, match="allowed: fp16, q8_0, q4_0, q4_k_m, q4"):
+        pj.precision_of("q3")
+
+
+def test_a_known_gguf_file_gives_its_own_bits_per_weight() -> None:
+    # llama-bench: Llama 3 8B Q4_K_M is 4.58 GiB for 8.03 B parameters; Llama 2 7B Q4_0 3.56 GiB for 6.74 B
+    assert pj.bits_per_weight("llama-3-8b", "q4_k_m") == pytest.approx(4.58 * 2**30 * 8 / 8.03e9)
+    assert pj.bits_per_weight("llama-2-7b", "q4") == pytest.approx(4.537, abs=0.001)
+    assert pj.bits_per_weight("llama-3.1-8b", "q8_0") == 8.5  # no file known: the format's own figure
+
+
+def test_quantized_weights_compute_at_the_int8_rate_where_the_device_has_one() -> None:
+    m3_max = pj.load_data("accelerators")["devices"]["apple-m3-max-gpu"]
+    assert pj.device_peak_flops(H100, "fp16") == pj.value(H100["peak_flops"]["fp16"])
+    assert pj.device_peak_flops(H100, "q4_k_m") == pj.value(H100["peak_flops"]["int8"])
+    assert pj.device_peak_flops(m3_max, "q4_0") == pj.value(m3_max["peak_flops"]["fp16"])
 
 
 def test_prefill_flops_are_two_per_weight_per_token_plus_causal_attention_plus_one_lm_head_row() -> None:
-    m = {"layers": 1, "d_model": 4, "heads": 2, "kv_heads": 1, "head_dim": 2, "d_ff": 8, "vocab": 10,
-         "tied_embeddings": True}
     per_layer = 2 * 4 * 4 + 2 * 4 * 2 + 3 * 4 * 8  # Q and O, K and V, gate/up/down
     t = 3
     attention = 4 * 1 * 2 * 2 * (t * (t + 1) // 2)
-    assert pj.prefill_flops(m, t) == 2 * per_layer * t + attention + 2 * 10 * 4
+    assert pj.prefill_flops(TOY_MODEL, t) == 2 * per_layer * t + attention + 2 * 10 * 4
 
 
 def test_decode_reads_every_weight_and_the_whole_cache() -> None:
     context = 1000
-    expected = pj.weight_bytes(LLAMA_8B, "fp16") + (context + 1) * pj.kv_bytes_per_token(LLAMA_8B)
-    assert pj.decode_bytes(LLAMA_8B, "fp16", context) == expected
+    expected = pj.weight_bytes(LLAMA_8B, 16) + (context + 1) * pj.kv_bytes_per_token(LLAMA_8B)
+    assert pj.decode_bytes(LLAMA_8B, 16, context) == expected
 
 
 def test_roofline_time_is_the_slower_of_compute_and_memory() -> None:
@@ -84,11 +111,32 @@ def test_roofline_time_is_the_slower_of_compute_and_memory() -> None:
     assert pj.roofline_seconds(flops=1, nbytes=10, peak_flops=5, bandwidth=1) == 10
 
 
+def test_prefill_crossover_on_a_hand_checked_case() -> None:
+    # A 1-layer model (d=4, 1 head of 4, FFN 4, vocab 4, tied): 112 weights per layer + 16 in the head,
+    # 16 KV bytes per token. At 1000 FLOP/s and 10 B/s, FLOPs(T)/1000 >= bytes(T)/10 reads
+    # 8T² + 232T + 32 >= 25600 + 1600T, i.e. T² - 171T - 3196 >= 0: first true at T = 188 (equality).
+    m = {"layers": 1, "d_model": 4, "heads": 1, "kv_heads": 1, "head_dim": 4, "d_ff": 4, "vocab": 4,
+         "tied_embeddings": True}
+    device = {"peak_flops": {"fp16": 1000}, "bandwidth_bytes_per_s": 10}
+    assert pj.crossover_tokens(m, device, "fp16", 16) == 188
+    assert pj.bound(pj.prefill_flops(m, 187), pj.prefill_bytes(m, 16, 187), 1000, 10) == "memory"
+    assert pj.bound(pj.prefill_flops(m, 188), pj.prefill_bytes(m, 16, 188), 1000, 10) == "compute"
+
+
+def test_short_prompts_prefill_memory_bound_on_a_gpu_until_the_crossover() -> None:
+    crossover = pj.prefill_crossover_tokens("llama-3.1-8b", "h100-sxm", "fp16")
+    assert 100 < crossover < 1000  # near the H100's ridge (989 TFLOP/s ÷ 3.35 TB/s ≈ 295 FLOP/byte)
+    assert pj.project_one("llama-3.1-8b", "h100-sxm", "fp16", crossover - 1)["prefill_bound"] == "memory"
+    assert pj.project_one("llama-3.1-8b", "h100-sxm", "fp16", crossover)["prefill_bound"] == "compute"
+    for row in pj.project(models=["llama-3.1-8b"])["projections"]:
+        assert row["prefill_crossover_tokens"] == pj.prefill_crossover_tokens(row["model"], row["device"], row["dtype"])
+
+
 def test_batch_one_decode_is_memory_bound_and_long_prefill_compute_bound_on_an_h100() -> None:
     row = pj.project_one("llama-3.1-8b", "h100-sxm", "fp16", 2048)
     assert row["decode_bound"] == "memory"
     assert row["prefill_bound"] == "compute"
-    weights_ms = 1000 * pj.weight_bytes(LLAMA_8B, "fp16") / pj.value(H100["bandwidth_bytes_per_s"])
+    weights_ms = 1000 * pj.weight_bytes(LLAMA_8B, 16) / pj.value(H100["bandwidth_bytes_per_s"])
     assert row["decode_ms_per_token"] == pytest.approx(weights_ms, rel=0.05)
     assert row["tps"] == pytest.approx(1000 / row["decode_ms_per_token"])
 
@@ -98,15 +146,24 @@ def test_project_covers_every_model_device_dtype_and_prompt_length_with_contract
     rows = out["projections"]
     lengths = {128, 512, 2048, 4096}
     combos = {(r["model"], r["device"], r["dtype"], r["prompt_tokens"]) for r in rows}
-    assert combos == {
-        (m, d, t, n) for m in REQUIRED_MODELS for d in out["devices"] for t in ("fp16", "q4") for n in lengths
-    }
+    dtypes = {*REQUIRED_PRECISIONS, "q4"}
+    assert combos == {(m, d, t, n) for m in ARTICLE_MODELS for d in out["devices"] for t in dtypes for n in lengths}
     keys = {"model", "device", "dtype", "prompt_tokens", "ttft_ms", "decode_ms_per_token", "tps",
-            "kv_bytes_per_token", "kv_bytes_at_4k", "kv_share_of_memory_at_4k", "projected", "sources", "fits"}
+            "kv_bytes_per_token", "kv_bytes_at_4k", "kv_share_of_memory_at_4k", "projected", "sources", "fits",
+            "prefill_crossover_tokens", "bits_per_weight", "precision"}
     for row in rows:
         assert keys <= set(row)
         assert row["projected"] is True
         assert row["sources"] and all(s["url"] for s in row["sources"])
+
+
+def test_the_chapters_projection_ids_keep_resolving() -> None:
+    ids = {r["id"] for r in pj.project()["projections"]}
+    assert {"llama-3.1-8b/h100-sxm/fp16", "llama-3.1-8b/rtx-4090/q4", "qwen2.5-7b/a100-80gb/fp16",
+            "llama-3.1-8b/apple-ane-m3-max/fp16"} <= ids
+    q4 = pj.project_one("llama-3.1-8b", "rtx-4090", "q4", 512)
+    assert q4["precision"] == "q4_0"
+    assert q4["ttft_ms"] == pj.project_one("llama-3.1-8b", "rtx-4090", "q4_0", 512)["ttft_ms"]
 
 
 def test_ttft_grows_with_prompt_length_and_at_least_doubles_once_compute_bound() -> None:
@@ -128,9 +185,92 @@ def test_unknown_model_or_device_names_the_allowed_ones() -> None:
         pj.project(devices=["tpu-v9"])
 
 
-def test_projection_is_within_tolerance_of_every_published_measurement() -> None:
+def test_the_neural_engine_projection_is_a_stated_range_not_one_number() -> None:
+    ane = pj.load_data("accelerators")["devices"]["apple-ane-m3-max"]
+    assert pj.is_uncertain(ane)
+    assert "precision" in ane["peak_flops"]["fp16"]["note"] and "narrower" in ane["bandwidth_bytes_per_s"]["note"]
+    row = pj.project_one("llama-3.1-8b", "apple-ane-m3-max", "fp16", 4096)
+    assert row["uncertain"] is True
+    best, worst = row["decode_ms_range"]
+    assert best == row["decode_ms_per_token"] and worst > 3 * best  # 400 GB/s at best, 64 GB/s at worst
+    h100 = pj.project_one("llama-3.1-8b", "h100-sxm", "fp16", 4096)
+    assert h100["uncertain"] is False and h100["ttft_ms_range"] == [h100["ttft_ms"], h100["ttft_ms"]]
+
+
+# --- published measurements beside their bounds ---------------------------------------------------
+
+
+def test_no_published_measurement_beats_its_roofline_bound() -> None:
+    for row in pj.validate():
+        assert 0 < row["fraction"] <= 1, f"{row['id']}: {row['published_tps']} tok/s > bound {row['bound_tps']:.1f}"
+
+
+def test_at_least_twenty_published_rows_over_six_devices_covering_the_required_data() -> None:
     rows = pj.validate()
-    assert len({r["device"] for r in rows}) >= 2 and len(rows) >= 4
-    low, high = pj.VALIDATION_RATIO_RANGE
-    for row in rows:
-        assert low <= row["ratio"] <= high, row
+    assert len(rows) >= 20
+    assert len({r["device"] for r in rows}) >= 6
+    assert {r["dtype"] for r in rows} >= REQUIRED_PRECISIONS
+    assert {r["model"] for r in rows} >= {"llama-2-7b", "llama-3-8b", "llama-3-70b"}
+    assert {r["device_class"] for r in rows} >= {"datacenter GPU", "consumer GPU", "Apple GPU"}
+    assert {r["phase"] for r in rows} == {"prefill", "decode"}
+
+
+def test_every_published_row_is_fully_sourced_with_a_unique_stable_id() -> None:
+    results = pj.load_data("accelerators")["published_results"]
+    ids = [r["id"] for r in results]
+    assert len(ids) == len(set(ids))
+    for r in results:
+        assert r["id"].startswith(f"{r['model']}/{r['device']}/{r['precision']}/")
+        assert r["software"].startswith("llama.cpp") and r["date"] and r["test"]
+    for row in pj.validate():
+        assert {"id", "title", "url"} <= set(row["source"]) and row["source"]["url"].startswith("https://")
+        assert row["source"]["short"]  # the link text on the page
+
+
+def test_validation_rows_carry_the_keys_the_figures_read() -> None:
+    keys = {"id", "model", "device", "dtype", "phase", "test", "context_tokens", "published_tps", "bound_tps",
+            "fraction", "source", "software", "bits_per_weight"}
+    for row in pj.validate():
+        assert keys <= set(row)
+        assert row["fraction"] == pytest.approx(row["published_tps"] / row["bound_tps"])
+
+
+def test_a_decode_row_is_bounded_at_the_mean_context_of_its_run() -> None:
+    row = next(r for r in pj.validate() if r["id"] == "llama-3-8b/rtx-4090/fp16/tg512")
+    assert row["context_tokens"] == 256
+    m = pj.load_data("models")["models"]["llama-3-8b"]
+    rtx = pj.load_data("accelerators")["devices"]["rtx-4090"]
+    bits = pj.bits_per_weight("llama-3-8b", "fp16")
+    assert row["bound_tps"] == pytest.approx(rtx["bandwidth_bytes_per_s"]["value"] / pj.decode_bytes(m, bits, 256))
+
+
+def test_summary_gives_min_median_max_fraction_per_device_class_and_phase() -> None:
+    rows = pj.validate()
+    summary = pj.validation_summary(rows)
+    assert [(s["device_class"], s["phase"]) for s in summary] == [
+        (c, p) for c in pj.DEVICE_CLASSES for p in ("prefill", "decode")]
+    for s in summary:
+        fractions = sorted(r["fraction"] for r in rows if r["device_class"] == s["device_class"]
+                           and r["phase"] == s["phase"])
+        assert s["rows"] == len(fractions)
+        if fractions:
+            assert (s["min"], s["max"]) == (fractions[0], fractions[-1])
+            assert s["min"] <= s["median"] <= s["max"]
+        else:
+            assert s["min"] is s["median"] is s["max"] is None
+
+
+def test_a_published_row_naming_an_unknown_device_is_an_error_naming_the_row() -> None:
+    with pytest.raises(ValueError, match="published result 'x/y/fp16/pp512'.*unknown device 'tpu-v9'"):
+        pj._check_published({"id": "x/y/fp16/pp512", "model": "llama-2-7b", "device": "tpu-v9",
+                             "precision": "fp16", "phase": "prefill"})
+
+
+def test_project_json_keeps_its_keys_and_carries_the_validation(capsys) -> None:
+    from simulations.cli import main
+
+    assert main(["project", "--json", "--models", "smollm2-135m", "--prompt-lengths", "128"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"projections", "devices", "models", "method", "validation", "validation_summary"} <= set(out)
+    assert [row["id"] for row in out["validation"]] == [row["id"] for row in pj.validate()]
+    assert {"model", "device", "dtype", "prompt_tokens", "ttft_ms", "tps", "sources"} <= set(out["projections"][0])

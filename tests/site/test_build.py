@@ -9,10 +9,11 @@ from urllib.parse import urljoin, urlparse
 
 import pytest
 
-from hooks.chapters import CHAPTER_SLUGS
+from hooks.chapters import APPENDIX_SLUGS, CHAPTER_SLUGS
 from tests.site.html_links import read_page
 
 LANGUAGE_PREFIXES = {"zh": "", "en": "en/"}
+NAV_ORDER = (None, *CHAPTER_SLUGS, *APPENDIX_SLUGS)  # the landing page, the chapters, then the appendices
 SITE_HOST = "prefill-decode.example.org"  # site_url in mkdocs.yml: the site's own canonical host
 
 
@@ -22,7 +23,7 @@ def page_file(site: Path, lang: str, slug: str | None) -> Path:
 
 
 def all_pages(site: Path) -> list[tuple[str, str | None, Path]]:
-    return [(lang, slug, page_file(site, lang, slug)) for lang in LANGUAGE_PREFIXES for slug in (None, *CHAPTER_SLUGS)]
+    return [(lang, slug, page_file(site, lang, slug)) for lang in LANGUAGE_PREFIXES for slug in NAV_ORDER]
 
 
 def resolve(page_url: str, href: str) -> str:
@@ -38,15 +39,15 @@ def test_strict_build_has_no_warnings(site_build):
     assert warnings == []
 
 
-def test_all_fourteen_pages_exist_at_their_urls(built_site):
+def test_all_sixteen_pages_exist_at_their_urls(built_site):
     missing = [str(path) for _, _, path in all_pages(built_site) if not path.exists()]
     assert missing == []
-    assert len(all_pages(built_site)) == 14
+    assert len(all_pages(built_site)) == 16
 
 
 @pytest.mark.parametrize("lang", LANGUAGE_PREFIXES)
 def test_previous_and_next_links_follow_the_chapter_order(built_site, lang):
-    order = [None, *CHAPTER_SLUGS]
+    order = list(NAV_ORDER)
     for position, slug in enumerate(order):
         page = read_page(page_file(built_site, lang, slug))
         here = url_path(lang, slug)
@@ -61,7 +62,7 @@ def test_previous_and_next_links_follow_the_chapter_order(built_site, lang):
 @pytest.mark.parametrize("lang", LANGUAGE_PREFIXES)
 def test_language_switcher_lands_on_the_same_chapter(built_site, lang):
     other = "en" if lang == "zh" else "zh"
-    for slug in (None, *CHAPTER_SLUGS):
+    for slug in NAV_ORDER:
         page = read_page(page_file(built_site, lang, slug))
         switch = [link for link in page.links if "md-select__link" in link.classes and link.attrs.get("hreflang") == other]
         assert switch, f"{url_path(lang, slug)}: no link to the {other} version"

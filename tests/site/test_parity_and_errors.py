@@ -44,6 +44,28 @@ def test_parity_reports_missing_pages_demos_and_headings(tmp_path):
     assert any(p.startswith(f"{tmp_path / 'en/decode.md'}: 1 headings, but") for p in problems)
 
 
+def test_parity_reports_a_claim_the_translation_lacks_or_changes_but_not_a_reordered_one(tmp_path):
+    _write(tmp_path / "zh/ttft-tps.md", "# 指标\n{% claim a.x > 1 %}甲{% endclaim %}{% claim b.y < 2 %}乙"
+                                      "{% elif b.y >= 2 %}丙{% endclaim %}{% claim c.z > 0 %}丁{% endclaim %}\n")
+    # Reordered sentences keep their claims; one claim dropped, one condition changed.
+    _write(tmp_path / "en/ttft-tps.md", "# Metrics\n{% claim b.y < 2 %}B{% elif  b.y >= 2 %}C{% endclaim %} "
+                                      "{% claim a.x > 2 %}A{% endclaim %}\n")
+    page, ref = tmp_path / "en/ttft-tps.md", tmp_path / "zh/ttft-tps.md"
+    assert sorted(parity_problems(tmp_path)) == sorted([
+        f"{page}: lacks the claim checking `a.x > 1` (as in {ref})",
+        f"{page}: lacks the claim checking `c.z > 0` (as in {ref})",
+        f"{page}: has a claim checking `a.x > 2` that {ref} does not have",
+    ])
+
+
+def test_parity_reports_a_translation_without_a_generated_table_marker(tmp_path):
+    _write(tmp_path / "zh/projections.md", "# 推算\n\n<!-- pd:validation-summary -->\n\n<!-- pd:validation-table -->\n")
+    _write(tmp_path / "en/projections.md", "# Projections\n\n<!-- pd:validation-table -->\n")
+    problems = parity_problems(tmp_path)
+    assert problems == [f"{tmp_path / 'en/projections.md'}: generated-content markers ['validation-table'] differ "
+                        f"from {tmp_path / 'zh/projections.md'} ['validation-summary', 'validation-table']"]
+
+
 def test_parity_reports_missing_demo_strings(tmp_path):
     _write(tmp_path / "zh/index.md", "# 首页\n")
     _write(tmp_path / "en/index.md", "# Home\n")

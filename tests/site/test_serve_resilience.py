@@ -64,7 +64,7 @@ class ServedProject:
     """`mkdocs serve` of a project copy on a free 127.0.0.1 port; stopped by its own process group."""
 
     def __init__(self, root: Path, *, model: str = "tiny", extra_env: dict[str, str] | None = None,
-                 docs: Path = REPO / "docs") -> None:
+                 docs: Path = REPO / "docs", extra_args: tuple[str, ...] = ()) -> None:
         self.root = root
         self.config = make_project_copy(root, docs)
         self.port = free_port()
@@ -73,7 +73,7 @@ class ServedProject:
         env = {**os.environ, "PD_MODEL": model, "NO_MKDOCS_2_WARNING": "1", "PYTHONUNBUFFERED": "1",
                **(extra_env or {})}
         command = [sys.executable, "-m", "mkdocs", "serve", "-f", str(self.config),
-                   "-a", f"127.0.0.1:{self.port}"]
+                   "-a", f"127.0.0.1:{self.port}", *extra_args]
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(command, cwd=root, env=env, stdout=self._log,
                                         stderr=subprocess.STDOUT, start_new_session=True)

@@ -103,11 +103,20 @@ export function meter(label) {
   };
 }
 
-/** Token chips: one span per token, text escaped, special tokens marked. */
+/**
+ * Token chips: one span per token, text escaped, special tokens marked. A token holding only part of
+ * a character's bytes gets pd-token--partial; a prompt token gets its role (template, system, user).
+ */
 export function tokenChip(token) {
   const text = token && typeof token.text === "string" ? token.text : "";
   const special = /^<\|[^|]*\|>$|^<\/?s>$/.test(text);
-  const chip = h("span", { class: special ? "pd-token pd-token--special" : "pd-token" });
+  const classes = ["pd-token", special && "pd-token--special", token?.partial && "pd-token--partial",
+    token?.role && `pd-token--${token.role}`];
+  const chip = h("span", { class: classes.filter(Boolean).join(" ") });
+  if (token?.bytes && text.includes("\ufffd")) {
+    chip.textContent = token.bytes;  // bytes that never make a whole character: show them, not U+FFFD
+    return chip;
+  }
   // Whitespace-only pieces would be invisible chips: show a visible stand-in (screen readers get the text).
   chip.textContent = text === "" ? "\u00a0" : text.replace(/\n/g, "↵").replace(/^ +$/, (spaces) => "␣".repeat(spaces.length));
   return chip;

@@ -51,16 +51,27 @@ export function readout(label) {
   return { node, value };
 }
 
+/** True for a token that holds bytes of a character that never completes (decoded alone: U+FFFD). */
+export function isIncomplete(token) {
+  return Boolean(token?.bytes) && (token.text ?? "").includes("\ufffd");
+}
+
 /**
- * The text each shown token adds to the answer. A token that carries part of a multi-byte character
- * shows that whole character (partial: true), so a run of partial tokens would repeat it: drop the
- * overlap. If the pieces still do not spell the recorded answer, `exact` is false and the demo shows
- * the recorded answer itself once every token is out.
+ * What each shown token adds to the answer: its text, or `{ bytes }` for a token whose bytes never
+ * make a whole character (shown as hex, not as "\ufffd"). A token that carries part of a multi-byte
+ * character shows that whole character (partial: true), so a run of partial tokens would repeat it:
+ * drop the overlap. If the pieces still do not spell the recorded answer, `exact` is false and the
+ * demo shows the recorded answer itself once every token is out.
  */
 export function answerPieces(steps, answer) {
   const pieces = [];
   let previous = null;
   for (const step of steps) {
+    if (isIncomplete(step.token)) {
+      pieces.push({ bytes: step.token.bytes });
+      previous = null;
+      continue;
+    }
     let piece = step.token.text ?? "";
     if (previous?.partial && step.token.partial) {
       const before = previous.text ?? "";
@@ -71,6 +82,7 @@ export function answerPieces(steps, answer) {
     pieces.push(piece);
     previous = step.token;
   }
-  const exact = typeof answer !== "string" || pieces.join("").trim() === answer.trim();
+  const spelled = pieces.filter((piece) => typeof piece === "string").join("");
+  const exact = typeof answer !== "string" || spelled.trim() === answer.replace(/\ufffd/g, "").trim();
   return { pieces, exact };
 }

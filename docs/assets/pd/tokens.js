@@ -2,38 +2,111 @@
 import { h, setClass, setText, tokenChip } from "./dom.js";
 import { answerPieces } from "./stage.js";
 
+const ROLES = ["template", "system", "user"];
+
 /**
  * The prompt's tokenizer pieces as chips; `set(phase)` lights them ("reading" during prefill, "cached"
- * after). Screen readers (and copy/find) get the prompt as one text, not piece by piece.
+ * after). Screen readers (and copy/find) get the prompt as one text, not piece by piece — unless
+ * `inspect` is given ({ list, bytes, partial } labels): then the chips are a list a reader can walk
+ * with Tab and the arrow keys, each showing its bytes on hover and on focus.
  */
-export function promptView(tokens, partialLabel = null, text = null) {
+export function promptView(tokens, { text = null, inspect = null } = {}) {
+  if (inspect) return inspectableView(tokens, inspect);
   const chips = tokens.map((token) => {
     const chip = tokenChip(token);
     chip.setAttribute("aria-hidden", "true");
-    if (token.partial && partialLabel) chip.title = partialLabel;
     return chip;
   });
   const whole = text ?? tokens.map((token) => token.text ?? "").join("");
   const node = h("p", { class: "pd-prompt" }, h("span", { class: "pd-visually-hidden", text: whole }), ...chips);
-  return {
-    node,
-    set(phase) {
-      setClass(node, "pd-prompt--reading", phase === "reading");
-      setClass(node, "pd-prompt--cached", phase === "cached");
-    },
+  return { node, set: phaseSetter(node) };
+}
+
+function phaseSetter(node) {
+  return (phase) => {
+    setClass(node, "pd-prompt--reading", phase === "reading");
+    setClass(node, "pd-prompt--cached", phase === "cached");
   };
+}
+
+/** One focusable item per token (roving tabindex: the list is one Tab stop, arrows move inside it). */
+function inspectableView(tokens, labels) {
+  const items = tokens.map((token, i) => {
+    const bytes = token.bytes ? h("span", { class: "pd-token__bytes", text: `${labels.bytes} ${token.bytes}` }) : null;
+    const partial = token.partial ? h("span", { class: "pd-visually-hidden", text: ` (${labels.partial})` }) : null;
+    return h("li", { class: "pd-token-item", tabindex: i === 0 ? 0 : -1 }, tokenChip(token), partial, bytes);
+  });
+  const node = h("ol", { class: "pd-prompt pd-prompt--inspect", "aria-label": labels.list }, ...items);
+  const moves = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 };
+  node.addEventListener("keydown", (event) => {
+    const from = items.indexOf(event.target);
+    if (from < 0 || event.altKey || event.ctrlKey || event.metaKey) return;
+    const to = event.key === "Home" ? 0 : event.key === "End" ? items.length - 1
+      : event.key in moves ? Math.max(0, Math.min(items.length - 1, from + moves[event.key])) : null;
+    if (to === null) return;
+    // Inside the list the arrows move between tokens; they do not step the player.
+    event.preventDefault();
+    event.stopPropagation();
+    items[from].tabIndex = -1;
+    items[to].tabIndex = 0;
+    items[to].focus();
+  });
+  return { node, set: phaseSetter(node) };
+}
+
+/**
+ * What the reader needs to read the chips: a legend of the roles present (chat template, system
+ * prompt, the prompt itself) with the build's sentence counting them; null if every token is the
+ * prompt's own. `systemDefault`: the system prompt is the model's built-in one.
+ */
+export function rolesLegend(tokens, summary, text, systemDefault) {
+  const present = ROLES.filter((role) => tokens.some((token) => token.role === role));
+  if (!present.some((role) => role !== "user")) return null;
+  const name = (role) => text(role === "system" && systemDefault ? "common.role_system_default" : `common.role_${role}`);
+  const entries = present.map((role) => {
+    const sample = tokenChip({ ...tokens.find((token) => token.role === role), partial: false });
+    sample.setAttribute("aria-hidden", "true");
+    return h("li", { "data-pd-role": role }, sample, h("span", { text: name(role) }));
+  });
+  return h("div", { class: "pd-roles" },
+    h("ul", { class: "pd-legend", "aria-label": text("common.roles_legend") }, ...entries),
+    summary ? h("p", { class: "pd-roles__summary", text: summary }) : null);
+}
+
+/** The legend of split characters: a sample partial chip and a whole one, then what they mean. */
+export function partialLegend(tokens, text) {
+  const partial = tokens.find((token) => token.partial);
+  if (!partial) return null;
+  const whole = tokens.find((token) => !token.partial && token.text);
+  const sample = (token) => {
+    const chip = tokenChip({ text: token.text, partial: token.partial });
+    chip.setAttribute("aria-hidden", "true");
+    return chip;
+  };
+  return h("div", { class: "pd-roles" },
+    h("ul", { class: "pd-legend", "aria-hidden": "true" },
+      h("li", {}, sample(partial), h("span", { text: text("prefill.partial_legend_short") })),
+      whole ? h("li", {}, sample(whole), h("span", { text: text("prefill.whole_legend_short") })) : null),
+    h("p", { class: "pd-roles__summary", text: text("prefill.partial_legend") }));
 }
 
 /**
  * The answer: one span per shown token, appended and removed so textContent is exactly the text
- * shown. `waiting` is shown before the first token.
+ * shown; a token whose bytes make no whole character shows its bytes, with a sentence saying why.
+ * Under it, the build's notes: why the answer stops (once it has), and the small-model caveat.
  */
-export function answerView(steps, answer, waiting) {
+export function answerView(steps, answer, { waiting, incomplete, notes = {} }) {
   const { pieces, exact } = answerPieces(steps, answer);
-  const spans = pieces.map((piece) => h("span", { class: "pd-answer__token", text: piece }));
+  const spans = pieces.map((piece) => (typeof piece === "string"
+    ? h("span", { class: "pd-answer__token", text: piece })
+    : h("span", { class: "pd-answer__token pd-token pd-token--partial pd-answer__bytes", text: piece.bytes })));
   const text = h("span", { class: "pd-answer__text", "data-pd-answer": "" });
   const placeholder = h("span", { class: "pd-answer__waiting", text: waiting });
-  const node = h("p", { class: "pd-answer" }, placeholder, text);
+  const why = h("p", { class: "pd-answer__note", hidden: true, text: incomplete });
+  const stopped = notes.stopped ? h("p", { class: "pd-answer__note", hidden: true, text: notes.stopped }) : null;
+  const caveat = notes.caveat ? h("p", { class: "pd-answer__note", text: notes.caveat }) : null;
+  const node = h("div", { class: "pd-answer-block" }, h("p", { class: "pd-answer" }, placeholder, text), why, stopped,
+    caveat);
   let shown = 0;
   let whole = false;
   return {
@@ -53,6 +126,8 @@ export function answerView(steps, answer, waiting) {
         spans.forEach((span, i) => setClass(span, "pd-answer__token--newest", i === count - 1));
       }
       placeholder.hidden = count > 0;
+      why.hidden = !text.querySelector(".pd-answer__bytes");
+      if (stopped) stopped.hidden = !complete;
     },
     /** The text shown so far (what screen readers are told). */
     shownText() {

@@ -3,7 +3,7 @@
 import { h, meter, setText } from "../dom.js";
 import { createPlayer } from "../player.js";
 import { keysHint, prepareStage, promptTokens, readout, shownSteps, ticksOf } from "../stage.js";
-import { answerView, phaseBadge, promptView, renderTurn } from "../tokens.js";
+import { answerView, phaseBadge, promptView, renderTurn, rolesLegend } from "../tokens.js";
 
 export function mount(demo, data, { reducedMotion }) {
   const { stage, text, format } = prepareStage(demo, data, { focusable: true });
@@ -15,8 +15,11 @@ export function mount(demo, data, { reducedMotion }) {
   const decodeMs = steps.map((step) => (step.phase === "decode" ? step.end_ms - step.start_ms : 0));
   decodeMs.forEach((ms, i) => { if (i) decodeMs[i] += decodeMs[i - 1]; });
 
-  const prompt = promptView(promptTokens(data), null, data.prompt?.text);
-  const answer = answerView(steps, trace.answer, text("common.waiting"));
+  const tokens = promptTokens(data);
+  const prompt = promptView(tokens, { text: data.prompt?.text });
+  const answer = answerView(steps, trace.answer, {
+    waiting: text("common.waiting"), incomplete: text("common.incomplete_token"), notes: data.answer_notes,
+  });
   const phase = phaseBadge(text);
   const elapsed = h("span", { class: "pd-elapsed" });
   const ttft = readout(text("common.ttft"));
@@ -26,7 +29,8 @@ export function mount(demo, data, { reducedMotion }) {
   stage.append(
     h("div", { class: "pd-chat" },
       h("div", { class: "pd-bubble pd-bubble--user" },
-        h("span", { class: "pd-bubble__who", text: text("conversation.user") }), prompt.node),
+        h("span", { class: "pd-bubble__who", text: text("conversation.user") }), prompt.node,
+        rolesLegend(tokens, data.prompt?.summary, text, trace.settings?.system_prompt_is_default)),
       h("div", { class: "pd-bubble pd-bubble--model" },
         h("span", { class: "pd-bubble__who", text: text("conversation.assistant") }), answer.node)),
     h("div", { class: "pd-status" }, phase.node, elapsed,

@@ -4,10 +4,13 @@
 import { h, setAttr, setClass, setText, tokenChip } from "../dom.js";
 import { MASK, createChart, sliderIndex } from "../charts.js";
 import { createPlayer } from "../player.js";
-import { keysHint, prepareStage, readout, shownSteps, ticksOf } from "../stage.js";
-import { answerView, phaseBadge, phaseOf } from "../tokens.js";
+import { isIncomplete, keysHint, prepareStage, readout, shownSteps, ticksOf } from "../stage.js";
+import { answerView, phaseBadge, phaseOf, rolesLegend } from "../tokens.js";
 
 const CANDIDATES = 5;
+
+/** A token as screen readers are told it: its text, or its bytes if they make no whole character. */
+const shownToken = (token) => (isIncomplete(token) ? token.bytes : token.text);
 
 /**
  * The attention heatmap's frame for `count` shown tokens. Frame "step-i" fills rows 0..i, row i being
@@ -91,7 +94,9 @@ export function mount(demo, data, { reducedMotion }) {
   const phase = phaseBadge(text);
   const perToken = readout(text("common.ms_per_token"));
   const elapsed = h("span", { class: "pd-elapsed" });
-  const answer = answerView(steps, trace.answer, text("common.waiting"));
+  const answer = answerView(steps, trace.answer, {
+    waiting: text("common.waiting"), incomplete: text("common.incomplete_token"), notes: data.answer_notes,
+  });
   const candidates = candidatesView(text);
 
   const figures = data.figures || {};
@@ -103,7 +108,8 @@ export function mount(demo, data, { reducedMotion }) {
     h("div", { class: "pd-status" }, counter, phase.node, elapsed, h("dl", { class: "pd-readouts" }, perToken.node)),
     h("div", { class: "pd-bubble" },
       h("span", { class: "pd-bubble__who" }, text("common.kv_cache"),
-        h("span", { class: "pd-legend-attention", text: text("decode.weight") })), context),
+        h("span", { class: "pd-legend-attention", text: text("decode.weight") })), context,
+      rolesLegend(trace.prompt?.tokens || [], data.prompt?.summary, text, trace.settings?.system_prompt_is_default)),
     h("div", { class: "pd-bubble pd-bubble--model" },
       h("span", { class: "pd-bubble__who", text: text("common.answer") }), answer.node),
     candidates.node,
@@ -145,7 +151,7 @@ export function mount(demo, data, { reducedMotion }) {
     text,
     reducedMotion,
     describe: (state) => (state.count > 0
-      ? `${steps[state.count - 1].token.text} · ${text("common.tokens_cached", { n: steps[state.count - 1].kv_tokens })}`
+      ? `${shownToken(steps[state.count - 1].token)} · ${text("common.tokens_cached", { n: steps[state.count - 1].kv_tokens })}`
       : text("common.waiting")),
     render(state) {
       phase.set(phaseOf(state));

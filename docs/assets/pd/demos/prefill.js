@@ -5,7 +5,7 @@ import { h, meter, setText } from "../dom.js";
 import { createChart, sliderIndex } from "../charts.js";
 import { createPlayer } from "../player.js";
 import { keysHint, prepareStage, promptTokens, readout, shownSteps, ticksOf } from "../stage.js";
-import { answerView, phaseBadge, promptView, renderTurn } from "../tokens.js";
+import { answerView, partialLegend, phaseBadge, promptView, renderTurn, rolesLegend } from "../tokens.js";
 
 /** The heatmap frame for a token count: "empty"/"full" if the figure has them, else one per token. */
 function heatmapFrame(chart, count) {
@@ -39,8 +39,13 @@ export function mount(demo, data, { reducedMotion }) {
   const ticks = ticksOf(steps);
   const prefillStep = trace.steps[0];
 
-  const prompt = promptView(promptTokens(data), text("prefill.partial_token"), data.prompt?.text);
-  const answer = answerView(steps, trace.answer, text("common.waiting"));
+  const promptTokenList = promptTokens(data);
+  const prompt = promptView(promptTokenList, { inspect: {
+    list: text("prefill.tokens_list"), bytes: text("common.bytes_label"), partial: text("prefill.partial_token"),
+  } });
+  const answer = answerView(steps, trace.answer, {
+    waiting: text("common.waiting"), incomplete: text("common.incomplete_token"), notes: data.answer_notes,
+  });
   const phase = phaseBadge(text);
   const tokens = readout(text("common.prompt_tokens"));
   const ttft = readout(text("common.ttft"));
@@ -60,7 +65,12 @@ export function mount(demo, data, { reducedMotion }) {
 
   stage.append(
     h("div", { class: "pd-bubble pd-bubble--user" },
-      h("span", { class: "pd-bubble__who", text: text("prefill.tokens_label") }), prompt.node),
+      // The sentence as typed, then the pieces the model reads it as.
+      h("span", { class: "pd-bubble__who", text: text("common.prompt") }),
+      h("p", { class: "pd-prompt-text", text: data.prompt?.text ?? "" }),
+      h("span", { class: "pd-bubble__who", text: text("prefill.tokens_label") }), prompt.node,
+      partialLegend(promptTokenList, text),
+      rolesLegend(promptTokenList, data.prompt?.summary, text, trace.settings?.system_prompt_is_default)),
     h("div", { class: "pd-status" }, phase.node, elapsed,
       h("dl", { class: "pd-readouts" }, tokens.node, ttft.node)),
     h("div", { class: "pd-bubble pd-bubble--model" },
@@ -70,7 +80,7 @@ export function mount(demo, data, { reducedMotion }) {
     heatmap?.node,
   );
 
-  setText(tokens.value, format.number(prefillStep.kv_tokens ?? promptTokens(data).length, 0));
+  setText(tokens.value, format.number(prefillStep.kv_tokens ?? promptTokenList.length, 0));
   if (projected) {
     projected.set(projection.kv_share_of_memory_at_4k, format.bytes(projection.kv_bytes_at_4k));
   }

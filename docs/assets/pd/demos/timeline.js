@@ -5,10 +5,10 @@ import { h, setAttr, setText } from "../dom.js";
 import { createChart } from "../charts.js";
 import { prepareStage, readout } from "../stage.js";
 
-/** Human label of a source: the build machine, or "model · device · dtype" for a projection id. */
+/** A source's name as the build wrote it ("Llama-3.1-8B · NVIDIA H100 SXM 80GB · FP16 (projected)"). */
 export function sourceLabel(source, data, text) {
-  if (source === "measured") return text("common.measured_label");
-  return `${source.split("/").join(" · ")} (${text("common.projected_label")})`;
+  if (data.sources?.[source]) return data.sources[source];
+  return source === "measured" ? text("common.measured_label") : source;
 }
 
 export function mount(demo, data) {

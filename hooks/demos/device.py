@@ -1,0 +1,141 @@
+"""The `device` demo: what the reader's own device needs to measure prefill and decode, and the build's side.
+
+The browser runs a transformer with SmolLM2-135M's exact layer shapes (seeded random weights) in a Web
+Worker, only when the reader presses the button. Everything it must not re-derive travels in this JSON:
+the shapes, the FLOPs and bytes of each phase from the build's cost model (split into one layer's share
+and the share outside the layers, so the worker can scale by the layers it measures), the plan (memory and
+time budgets), the build machine's own measured figures to compare with, and the conditions that choose
+each sentence describing the reader's result (evaluated by a tiny interpreter in device/claims.js).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from hooks.demos import formatting as fmt
+from hooks.demos.blocks import DemoBlock
+from hooks.demos.figures.common import round_floats
+from hooks.demos.measurements import Measurements
+from hooks.demos.strings import Strings
+
+SHAPES_MODEL = "smollm2-135m"  # simulations/data/models.json: the article's model, shapes cited there
+PROMPT_TOKENS = 512  # TTFT of a 512-token prompt; decode steps at that context (as the build's roofline)
+ROPE_THETA = 100_000.0  # SmolLM2's; speed does not depend on it, the correctness check does
+RMS_EPS = 1e-5
+WEIGHT_SEED = 135  # the worker's weights: a counter-based hash of (seed, tensor, index), see device/weights.js
+
+# What a run may use. Memory: one arena holds every buffer the measurement allocates (the bandwidth
+# buffer first, then the layers), so its size is the ceiling. Time: each mode's budget for the model
+# phases; the worker measures as many layers as fit both (at least one) and says how many.
+PLAN: dict[str, Any] = {
+    "memory_budget_bytes": 144_000_000,
+    "low_memory_budget_bytes": 64_000_000,  # navigator.deviceMemory ≤ 2 GB, or a small GPU buffer limit
+    "stream_bytes": 64_000_000,  # the bandwidth buffer: far larger than phone caches and most desktop L3s
+    "head_rows": 8192,  # LM-head rows measured (of the vocabulary), scaled to the whole vocabulary
+    "max_layers": 8,
+    "modes": {
+        "quick": {"decode_steps": 4, "repeats": 1, "gemm_cap_s": 0.3, "phase_budget_s": 5, "estimate_s": 8},
+        "full": {"decode_steps": 16, "repeats": 3, "gemm_cap_s": 1.0, "phase_budget_s": 12, "estimate_s": 20},
+    },
+    # Correctness check before measuring: a small model of the same architecture, prefill vs decode.
+    "check": {"n_layers": 2, "d_model": 64, "n_heads": 4, "n_kv_heads": 2, "head_dim": 16, "d_ff": 128,
+              "vocab_size": 96, "tokens": 12, "tolerance": 1e-3},
+}
+
+# Sentences about the reader's result, chosen in the browser by declarative conditions over its figures:
+# `[left, op, right]`, or a list of them that must all hold. Names a condition may use: the numeric and
+# yes/no fields of the device result (device/result.js), and build_ttft_ms, build_decode_ms_per_token and
+# build_same_shapes from the build's side (demos/device.js).
+CLAIMS: list[dict[str, Any]] = [
+    {"key": "device.claim_decode_memory", "if": ["decode_intensity", "<", "ridge"]},
+    {"key": "device.claim_decode_compute", "if": ["decode_intensity", ">=", "ridge"]},
+    {"key": "device.claim_prefill_compute", "if": ["prefill_intensity", ">=", "ridge"]},
+    {"key": "device.claim_prefill_memory", "if": ["prefill_intensity", "<", "ridge"]},
+    # Compared with the build only when the build measured the same shapes (not so with PD_MODEL=tiny).
+    {"key": "device.claim_faster_than_build", "if": [["ttft_ms", "<", "build_ttft_ms"],
+                                                     ["build_same_shapes", "==", True]]},
+    {"key": "device.claim_slower_than_build", "if": [["ttft_ms", ">=", "build_ttft_ms"],
+                                                     ["build_same_shapes", "==", True]]},
+    {"key": "device.claim_software", "if": ["software", "==", True]},
+]
+
+
+def smollm2_config() -> Any:
+    """SmolLM2-135M's shapes as a ModelConfig, from the cited models data (whatever model the build loads)."""
+    from simulations.config import ModelConfig
+    from simulations.projections import load_data
+
+    m = load_data("models")["models"][SHAPES_MODEL]
+    return ModelConfig(name=m["name"], arch="llama", n_layers=m["layers"], d_model=m["d_model"], n_heads=m["heads"],
+                       n_kv_heads=m["kv_heads"], head_dim=m["head_dim"], d_ff=m["d_ff"], vocab_size=m["vocab"],
+                       rope_theta=ROPE_THETA, rms_eps=RMS_EPS, max_context=m["max_context"],
+                       tied_embeddings=m["tied_embeddings"])
+
+
+def phase_counts(config: Any, new_tokens: int, past_tokens: int) -> dict[str, float]:
+    """FLOPs and bytes of one pass from the build's closed-form cost model (its one call site here)."""
+    from simulations.instrument import expected_counts
+
+    counts = expected_counts(config, new_tokens, past_tokens)
+    return {"flops": counts["flops"], "bytes": counts["weights"] + counts["kv_read"] + counts["kv_written"]}
+
+
+def split_costs(config: Any, new_tokens: int, past_tokens: int) -> dict[str, dict[str, float]]:
+    """A phase's cost as `outside_layers + layers × per_layer` (embedding, final norm and LM head outside)."""
+    total = phase_counts(config, new_tokens, past_tokens)
+    outside = phase_counts(dataclasses.replace(config, n_layers=0), new_tokens, past_tokens)
+    per_layer = {key: (total[key] - outside[key]) / config.n_layers for key in total}
+    return {"total": total, "outside_layers": outside, "per_layer": per_layer}
+
+
+def shapes(config: Any) -> dict[str, Any]:
+    return {"name": config.name, "n_layers": config.n_layers, "d_model": config.d_model, "n_heads": config.n_heads,
+            "n_kv_heads": config.n_kv_heads, "head_dim": config.head_dim, "d_ff": config.d_ff,
+            "vocab_size": config.vocab_size, "rope_theta": config.rope_theta, "rms_eps": config.rms_eps}
+
+
+def same_shapes(summary: dict[str, Any], config: Any) -> bool:
+    """Whether the build's model has the shapes the browser measures (not so with PD_MODEL=tiny)."""
+    pairs = (("layers", "n_layers"), ("d_model", "d_model"), ("heads", "n_heads"), ("kv_heads", "n_kv_heads"),
+             ("head_dim", "head_dim"), ("d_ff", "d_ff"), ("vocab_size", "vocab_size"))
+    return all(summary.get(ours) == getattr(config, theirs) for ours, theirs in pairs)
+
+
+def build_side(m: Measurements, config: Any) -> dict[str, Any]:
+    """The build machine's peaks and its prefill and decode at 512 tokens, as its roofline measured them."""
+    result = m.roofline()
+    peaks, prefill, decode = result["machine"], result["prefill"], result["decode"]
+    keep = ("ms", "gflops", "gbps", "intensity", "compute_utilization", "bandwidth_utilization")
+    return {"model": m.simulator.model_name, "same_shapes": same_shapes(m.simulator.model_summary(), config),
+            "prompt_tokens": result["prompt_tokens"],
+            "peak_gflops": peaks["peak_gflops"], "peak_gbps": peaks["peak_gbps"],
+            "ttft_ms": prefill["ms"], "decode_ms_per_token": decode["ms"], "tps": 1000.0 / decode["ms"],
+            "prefill": {k: prefill[k] for k in keep}, "decode": {k: decode[k] for k in keep}}
+
+
+def device(block: DemoBlock, m: Measurements, strings: Strings) -> Any:
+    """The demo JSON: shapes, costs, plan, claims and the build's figures; the fallback lists the build's."""
+    from hooks.demos.kinds import Demo, _base, _context, measured_source  # kinds registers this builder
+
+    lang = strings.lang
+    config = smollm2_config()
+    build = round_floats(build_side(m, config))
+    measured = measured_source(m.roofline()["machine_info"], build["model"], strings)
+    data = _base(block, strings, measured, None)
+    data.update(
+        model=shapes(config),
+        workload={"prompt_tokens": PROMPT_TOKENS, "weight_seed": WEIGHT_SEED},
+        costs={"prefill": split_costs(config, PROMPT_TOKENS, 0), "decode": split_costs(config, 1, PROMPT_TOKENS)},
+        plan=PLAN, claims=CLAIMS, readouts={"build": build},
+    )
+    rows = [(strings["device.peak_compute"], fmt.with_unit(build["peak_gflops"], "GFLOP/s", lang)),
+            (strings["device.peak_bandwidth"], fmt.with_unit(build["peak_gbps"], "GB/s", lang)),
+            (strings.format("device.ttft_at", tokens=fmt.count(PROMPT_TOKENS, lang)), fmt.ms(build["ttft_ms"], lang)),
+            (strings["common.ms_per_token"], fmt.ms(build["decode_ms_per_token"], lang)),
+            (strings["common.tps"], fmt.tps(build["tps"], lang)),
+            (strings["device.prefill_compute_util"], fmt.percent(build["prefill"]["compute_utilization"], lang)),
+            (strings["device.decode_bandwidth_util"], fmt.percent(build["decode"]["bandwidth_utilization"], lang))]
+    context = _context(block, data, strings, rows, build_caption=strings.format("device.build_caption",
+                                                                                 model=build["model"]))
+    return Demo(data, context)

@@ -1,0 +1,319 @@
+"""Measuring the reader's own device (bottleneck chapter): nothing runs before the press; a press measures
+this device off the main thread and shows the result beside the build machine's; Stop stops it; the
+worker's model agrees with numpy's; WebGPU is tested where the test browser has an adapter."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simulations import model as M
+from simulations.config import ModelConfig
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, PageLog
+from tests.browser.test_quality_a11y import AXE, BLOCKING_IMPACTS, run_axe
+
+pytestmark = pytest.mark.browser
+
+PAGE = "bottleneck/"
+RUN_TIMEOUT_S = 240  # quick mode under a loaded 2-core test machine (SwiftShader's WebGPU is slower still)
+RESULT_FIELDS = {"backend", "peak_gflops", "peak_gbps", "ttft_ms", "decode_ms_per_token", "layers_measured"}
+LONG_TASK_LIMIT_MS = 200
+START = {"": "实测本设备", "en/": "Measure this device"}
+STOP = {"": "停止", "en/": "Stop"}
+PRIVACY = {"": "数据不会离开本设备", "en/": "nothing leaves this device"}
+# Records long main-thread tasks, and the device workers the page starts and stops (Material's search has
+# a worker of its own), from the first script on.
+INSTRUMENT = """
+window.__pdLongTasks = [];
+new PerformanceObserver((list) => list.getEntries().forEach((e) => window.__pdLongTasks.push(e.duration)))
+  .observe({ type: "longtask", buffered: true });
+window.__pdWorkers = { started: 0, terminated: 0 };
+const NativeWorker = window.Worker;
+window.Worker = class extends NativeWorker {
+  constructor(url, ...rest) {
+    super(url, ...rest);
+    this.__pdDevice = String(url).includes("/pd/device/");
+    if (this.__pdDevice) window.__pdWorkers.started += 1;
+  }
+  terminate() {
+    if (this.__pdDevice) window.__pdWorkers.terminated += 1;
+    return super.terminate();
+  }
+};
+"""
+
+
+@pytest.fixture(scope="module")
+def axe() -> str:
+    """axe-core's source, as the accessibility tests use it (installed by `cd .ci && npm ci`)."""
+    if not AXE.exists():
+        pytest.skip(f"axe-core not installed at {AXE}: run `cd .ci && npm ci` (CI does)")
+    return AXE.read_text(encoding="utf-8")
+
+
+def device_demo(page):
+    return page.locator(".pd-demo[data-pd-demo=device]")
+
+
+def open_device(open_page, lang: str, query: str = "?pd-device-backend=js", **options):
+    """The chapter with the device demo engaged (scrolled to, pointed at) and its button ready."""
+    page, log = open_page(lang + PAGE + query, **options)
+    page.add_init_script(INSTRUMENT)
+    page.reload()
+    demo = device_demo(page)
+    demo.scroll_into_view_if_needed()
+    page.mouse.move(10, 300)
+    page.mouse.move(20, 310)
+    demo.get_by_role("button", name=START[lang]).wait_for(timeout=20_000)
+    # The gesture also starts Material's script and the chapter's other demos: let them settle first,
+    # so the long tasks counted during a run are the run's own.
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(1000)
+    return page, log, demo
+
+
+def press_with_keyboard(page, demo, name: str) -> None:
+    """Reach a button by Tab from the mode picker and press it with Enter, as a keyboard-only reader does."""
+    demo.locator("select").focus()
+    for _ in range(4):
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement.textContent") == name:
+            break
+    assert page.evaluate("() => document.activeElement.textContent") == name
+    page.keyboard.press("Enter")
+
+
+def wait_until_finished(page, demo) -> str:
+    page.wait_for_function("el => !['idle', 'running'].includes(el.dataset.pdDeviceState)",
+                           arg=demo.element_handle(), timeout=RUN_TIMEOUT_S * 1000)
+    return demo.get_attribute("data-pd-device-state")
+
+
+def result_of(demo) -> dict:
+    return json.loads(demo.locator("[data-pd-result]").get_attribute("data-pd-result"))
+
+
+def device_requests(page) -> list[str]:
+    return page.evaluate("() => performance.getEntriesByType('resource').map((e) => e.name)"
+                         ".filter((name) => name.includes('/assets/pd/device/'))")
+
+
+@pytest.mark.parametrize("lang", ["", "en/"])
+def test_nothing_runs_and_no_worker_loads_before_the_press(open_page, lang):
+    page, log, demo = open_device(open_page, lang)
+    page.wait_for_timeout(500)
+    assert demo.get_attribute("data-pd-device-state") == "idle"
+    assert page.evaluate("() => window.__pdWorkers.started") == 0
+    loaded = device_requests(page)
+    assert all(name.endswith("/device.css") or name.endswith("/claims.js") or name.endswith("/chart.js")
+               for name in loaded), f"the worker or its kernels loaded before the press: {loaded}"
+    intro = demo.locator(".pd-device__intro").text_content()
+    assert PRIVACY[lang] in intro and "8" in intro  # what runs, about how long (quick: ~8 s), nothing leaves
+    log.assert_clean()
+
+
+@pytest.mark.parametrize(("lang", "scheme"), [("", "light"), ("en/", "dark")])
+def test_pressing_measures_this_device_in_javascript_and_compares_it_with_the_build(open_page, lang, scheme,
+                                                                                     screenshot_dir: Path,
+                                                                                     axe: str):
+    page, log, demo = open_device(open_page, lang, color_scheme=scheme)
+    page.evaluate("() => { window.__pdLongTasks.length = 0; }")
+    press_with_keyboard(page, demo, START[lang])
+    assert wait_until_finished(page, demo) == "done", demo.locator(".pd-device__status").text_content()
+    result = result_of(demo)
+    assert result.keys() >= RESULT_FIELDS
+    assert result["backend"] == "js" and result["software"] is True
+    assert 1 <= result["layers_measured"] <= result["layers_total"] == 30
+    assert result["peak_gflops"] > 0 and result["peak_gbps"] > 0
+    assert result["prefill_ms_per_token"] < result["decode_ms_per_token"], "prefill shares each weight read over 512 tokens"
+    assert result["check"]["passed"]
+    long_tasks = page.evaluate("() => window.__pdLongTasks")
+    assert max(long_tasks, default=0) < LONG_TASK_LIMIT_MS, f"main-thread tasks while measuring: {long_tasks}"
+    # What the reader sees: a static table beside the build machine's figures, honest labels, sentences.
+    table = demo.locator(".pd-device__table")
+    assert table.locator("tbody tr").count() >= 9
+    assert table.locator("thead th").count() == 3
+    labels = demo.locator(".pd-device__labels").text_content()
+    assert f"{result['layers_measured']}" in labels and "30" in labels
+    assert "JavaScript" in demo.locator(".pd-device__backend").text_content()
+    assert demo.locator(".pd-device__claims li").count() >= 3
+    assert not re.search(r"\bdevice\.[a-z_]+", demo.inner_text()), "a label key shows instead of its text"
+    assert not demo.get_attribute("data-pd-missing-strings")
+    copy_text = demo.locator(".pd-device__copytext").input_value()
+    assert "GFLOP/s" in copy_text and "ms" in copy_text
+    assert page.evaluate("() => window.__pdWorkers") == {"started": 1, "terminated": 1}
+    blocking = [v for v in run_axe(page, axe) if v["impact"] in BLOCKING_IMPACTS]
+    assert not blocking, f"axe-core violations with the result shown ({scheme}): {blocking}"
+    demo.screenshot(path=str(screenshot_dir / f"device-{lang.strip('/') or 'zh'}-{scheme}.png"))
+    log.assert_clean()
+
+
+def test_stop_stops_the_worker_and_keeps_nothing(open_page):
+    page, log, demo = open_device(open_page, "en/")
+    press_with_keyboard(page, demo, START["en/"])
+    page.wait_for_function("el => el.dataset.pdDeviceState === 'running'", arg=demo.element_handle())
+    assert page.evaluate("() => document.activeElement.textContent") == STOP["en/"], "focus moves to Stop"
+    page.keyboard.press("Enter")
+    assert demo.get_attribute("data-pd-device-state") == "stopped"
+    status = demo.locator(".pd-device__status").text_content()
+    page.wait_for_timeout(1500)
+    assert demo.locator(".pd-device__status").text_content() == status, "no progress after Stop"
+    assert page.evaluate("() => window.__pdWorkers") == {"started": 1, "terminated": 1}
+    assert demo.locator("[data-pd-result]").count() == 0
+    log.assert_clean()
+
+
+# --- the worker's model against numpy's --------------------------------------------------------------
+
+def lowbias32(x: np.ndarray) -> np.ndarray:
+    """The hash of device/weights.js, in uint32 arithmetic (wrapping, as Math.imul)."""
+    x = x.astype(np.uint32)
+    x ^= x >> np.uint32(16)
+    x *= np.uint32(0x7FEB352D)
+    x ^= x >> np.uint32(15)
+    x *= np.uint32(0x846CA68B)
+    x ^= x >> np.uint32(16)
+    return x
+
+
+def seeded_weights(seed: int, tensor: int, shape: tuple[int, ...], scale: float) -> np.ndarray:
+    """weights.js's fillWeights: uniform in [-scale, scale), one float32 rounding."""
+    key = lowbias32(np.array([(seed * 65536 + tensor) % 2**32]))[0]
+    index = np.arange(int(np.prod(shape)), dtype=np.uint32)
+    unit = (lowbias32(index ^ key) >> np.uint32(8)).astype(np.float64) * 2.0**-24
+    return ((unit - 0.5) * float(np.float32(2 * scale))).astype(np.float32).reshape(shape)
+
+
+def reference_logits(shapes: dict, check: dict, seed: int, tokens: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Prefill's last logits and decode's after the same tokens, from simulations.model with the same weights."""
+    c = {**shapes, **check}
+    config = ModelConfig(name="device-check", arch="llama", n_layers=c["n_layers"], d_model=c["d_model"],
+                         n_heads=c["n_heads"], n_kv_heads=c["n_kv_heads"], head_dim=c["head_dim"], d_ff=c["d_ff"],
+                         vocab_size=c["vocab_size"], rope_theta=c["rope_theta"], rms_eps=c["rms_eps"],
+                         max_context=len(tokens), tied_embeddings=True)
+    d, qkv = config.d_model, config.q_dim + 2 * config.kv_dim
+    ones = np.ones(d, dtype=np.float32)
+    layers = [M.LayerWeights(
+        attn_norm=ones, bqkv=None, mlp_norm=ones,
+        wqkv=seeded_weights(seed, 1 + 4 * i, (qkv, d), 1 / np.sqrt(d)),
+        wo=seeded_weights(seed, 2 + 4 * i, (d, config.q_dim), 1 / np.sqrt(config.q_dim)),
+        w_gate_up=seeded_weights(seed, 3 + 4 * i, (2 * config.d_ff, d), 1 / np.sqrt(d)),
+        w_down=seeded_weights(seed, 4 + 4 * i, (d, config.d_ff), 1 / np.sqrt(config.d_ff)),
+    ) for i in range(config.n_layers)]
+    embedding = seeded_weights(seed, 0, (config.vocab_size, d), 1.0)
+    weights = M.Weights(token_embedding=embedding, layers=layers, final_norm=ones, lm_head=embedding)
+    prefill = M.prefill(weights, config, np.array(tokens), M.KVCache.empty(config, len(tokens)))[0]
+    cache = M.KVCache.empty(config, len(tokens))
+    M.prefill(weights, config, np.array(tokens[:-1]), cache)
+    return prefill, M.decode_step(weights, config, tokens[-1], cache)
+
+
+def worker_check(page, backend: str) -> tuple[dict, dict]:
+    """The worker's answer to a check message on `backend`, and the demo JSON it was given shapes from."""
+    data = page.evaluate("el => fetch(new URL(el.dataset.pdTrace, document.baseURI)).then((r) => r.json())",
+                         device_demo(page).element_handle())
+    answer = page.evaluate("""([shapes, check, seed, backend]) => new Promise((resolve) => {
+      const worker = new Worker(new URL("/assets/pd/device/worker.js", location.origin), { type: "module" });
+      worker.onmessage = ({ data }) => { worker.terminate(); resolve(data); };
+      worker.postMessage({ type: "check", shapes, check, seed, backend });
+    })""", [data["model"], data["plan"]["check"], data["workload"]["weight_seed"], backend])
+    return answer, data
+
+
+def assert_matches_reference(answer: dict, data: dict) -> None:
+    assert answer["type"] == "check", answer
+    prefill, decode = reference_logits(data["model"], data["plan"]["check"], data["workload"]["weight_seed"],
+                                       answer["tokens"])
+    ours_prefill, ours_decode = np.array(answer["prefillLogits"]), np.array(answer["decodeLogits"])
+    size = np.abs(prefill).max()
+    np.testing.assert_allclose(ours_prefill, prefill, atol=1e-3 * size)
+    np.testing.assert_allclose(ours_decode, decode, atol=1e-3 * size)
+    np.testing.assert_allclose(ours_decode, ours_prefill, atol=1e-3 * size)  # cache vs recompute
+
+
+def test_worker_prefill_and_decode_logits_agree_with_each_other_and_with_numpy(open_page):
+    page, log, _ = open_device(open_page, "en/")
+    answer, data = worker_check(page, "js")
+    assert answer["backend"] == "js"
+    assert_matches_reference(answer, data)
+    log.assert_clean()
+
+
+# --- WebGPU, in a browser of its own (a software adapter needs --enable-unsafe-webgpu) ----------------
+
+@pytest.fixture(scope="module")
+def webgpu_page(browser, site_url: str):
+    # A second Chromium from the same Playwright: the flag is per launch, and one Playwright per process.
+    webgpu_browser = browser.browser_type.launch(executable_path=CHROMIUM,
+                                                 args=[*CHROMIUM_ARGS, "--enable-unsafe-webgpu"])
+    try:
+        page = webgpu_browser.new_page(viewport={"width": 1280, "height": 900})
+        log = PageLog()
+        page.on("console", lambda m: log.console_errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda error: log.page_errors.append(str(error)))
+        page.add_init_script(INSTRUMENT)
+        page.goto(site_url + "en/" + PAGE + "?pd-device-backend=webgpu")
+        adapter = page.evaluate("""async () => {
+          const adapter = navigator.gpu && await navigator.gpu.requestAdapter();
+          return adapter ? [adapter.info.vendor, adapter.info.architecture].join(" ") : null;
+        }""")
+        if adapter is None:
+            pytest.skip("this test browser exposes no WebGPU adapter (even with --enable-unsafe-webgpu)")
+        print(f"WebGPU adapter in the test browser: {adapter}")
+        yield page, log
+    finally:
+        webgpu_browser.close()
+
+
+def test_webgpu_worker_logits_agree_with_numpy(webgpu_page):
+    page, log = webgpu_page
+    answer, data = worker_check(page, "webgpu")
+    assert answer["backend"] == "webgpu"
+    assert_matches_reference(answer, data)
+    assert not log.console_errors and not log.page_errors
+
+
+def test_webgpu_measurement_runs_and_names_its_adapter(webgpu_page):
+    page, log = webgpu_page
+    demo = device_demo(page)
+    demo.scroll_into_view_if_needed()
+    page.mouse.move(10, 300)
+    page.mouse.move(20, 310)
+    demo.get_by_role("button", name=START["en/"]).click()
+    assert wait_until_finished(page, demo) == "done", demo.locator(".pd-device__status").text_content()
+    result = result_of(demo)
+    print("WebGPU result:", {key: result[key] for key in sorted(RESULT_FIELDS | {"adapter", "software"})})
+    assert result["backend"] == "webgpu" and result["check"]["passed"]
+    assert result["prefill_ms_per_token"] < result["decode_ms_per_token"]
+    backend = demo.locator(".pd-device__backend").text_content()
+    assert "WebGPU" in backend
+    if result["software"]:  # SwiftShader: a CPU emulating a GPU, and the page says so
+        assert "software adapter" in backend
+        assert "says nothing about any real GPU" in demo.locator(".pd-device__labels").text_content()
+    assert not log.console_errors and not log.page_errors
+
+
+def test_claim_conditions_are_data_read_by_a_tiny_interpreter(open_page):
+    page, log, _ = open_device(open_page, "en/")
+    outcome = page.evaluate("""async () => {
+      const { chosenClaims, holds } = await import("/assets/pd/device/claims.js");
+      const values = { decode_intensity: 0.5, ridge: 6, software: true, same: false };
+      let malformed = "";
+      try { holds(["decode_intensity", "~", "ridge"], values); } catch (error) { malformed = error.message; }
+      let unknown = "";
+      try { holds(["nonsense", "<", 1], values); } catch (error) { unknown = error.message; }
+      return {
+        chosen: chosenClaims([{ key: "a", if: ["decode_intensity", "<", "ridge"] },
+                              { key: "b", if: ["decode_intensity", ">=", "ridge"] },
+                              { key: "c", if: [["software", "==", true], ["same", "==", true]] },
+                              { key: "d", if: [["software", "==", true], ["ridge", ">", 1]] }], values),
+        malformed, unknown,
+      };
+    }""")
+    assert outcome["chosen"] == ["a", "d"]
+    assert "op one of" in outcome["malformed"] and "unknown figure" in outcome["unknown"]
+    log.assert_clean()
