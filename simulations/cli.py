@@ -7,7 +7,6 @@ can fix (no model, bad file, bad prompt) end with a one-line message and exit st
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import sys
@@ -37,13 +36,6 @@ class StderrProgress:
         if self.tty:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
-
-
-def _call(fn, *args, progress=None, **kwargs):
-    """Pass `progress` only to functions that accept it (the sweep/roofline API may not)."""
-    if progress is not None and "progress" in inspect.signature(fn).parameters:
-        kwargs["progress"] = progress
-    return fn(*args, **kwargs)
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -136,15 +128,14 @@ def cmd_sweep(args, progress) -> dict:
     model = load_model(args.model, progress)
     kwargs = {k: v for k, v in {"prompt_lengths": args.prompt_lengths, "contexts": args.contexts,
                                 "decode_steps": args.decode_steps, "repeats": args.repeats}.items() if v}
-    return _call(sweep, model, progress=progress, **kwargs)
+    return sweep(model, progress=progress, **kwargs)
 
 
 def show_sweep(result: dict) -> str:
     return "\n\n".join([
         "prompt-length sweep", table(result["prompt_lengths"], ["prompt_tokens", "ttft_ms", "decode_ms_per_token", "tps"]),
         "KV cache vs recompute",
-        table(result["cache_vs_recompute"], ["context", "cached_ms_per_token", "recompute_ms_per_token"]
-              + (["speedup"] if result["cache_vs_recompute"] and "speedup" in result["cache_vs_recompute"][0] else [])),
+        table(result["cache_vs_recompute"], ["context", "cached_ms_per_token", "recompute_ms_per_token", "speedup"]),
     ])
 
 
@@ -154,7 +145,7 @@ def cmd_roofline(args, progress) -> dict:
 
     model = load_model(args.model, progress)
     kwargs = {"prompt_tokens": args.prompt_tokens} if args.prompt_tokens else {}
-    return _call(roofline, model, progress=progress, **kwargs)
+    return roofline(model, progress=progress, **kwargs)
 
 
 def show_roofline(result: dict) -> str:

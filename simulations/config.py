@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-FLOAT32_BYTES = 4
+from . import cost
+from .cost import FLOAT32_BYTES, ModelShape
 
 
 @dataclass(frozen=True)
@@ -39,28 +40,26 @@ class ModelConfig:
         return self.n_kv_heads * self.head_dim
 
     @property
-    def layer_params(self) -> int:
-        """Parameters of one transformer block (projections, biases, two norm vectors)."""
-        d = self.d_model
-        qkv = d * (self.q_dim + 2 * self.kv_dim) + (self.q_dim + 2 * self.kv_dim if self.qkv_bias else 0)
-        return qkv + self.q_dim * d + 3 * d * self.d_ff + 2 * d
+    def shape(self) -> ModelShape:
+        """The sizes the cost model (cost.py) needs."""
+        return ModelShape(layers=self.n_layers, d_model=self.d_model, heads=self.n_heads, kv_heads=self.n_kv_heads,
+                          head_dim=self.head_dim, d_ff=self.d_ff, vocab=self.vocab_size,
+                          tied_embeddings=self.tied_embeddings, qkv_bias=self.qkv_bias)
 
     @property
     def n_params(self) -> int:
         """All parameters, counting a tied embedding/LM-head matrix once."""
-        embedding = self.vocab_size * self.d_model
-        head = 0 if self.tied_embeddings else self.vocab_size * self.d_model
-        return embedding + head + self.n_layers * self.layer_params + self.d_model
+        return self.shape.params
 
     @property
     def weight_bytes(self) -> int:
         """Bytes of all parameters held as float32."""
-        return self.n_params * FLOAT32_BYTES
+        return int(cost.weight_bytes(self.shape, FLOAT32_BYTES))
 
     @property
     def kv_bytes_per_token(self) -> int:
         """K and V, every layer, one token, float32."""
-        return 2 * self.n_layers * self.kv_dim * FLOAT32_BYTES
+        return int(cost.kv_bytes_per_token(self.shape, FLOAT32_BYTES))
 
     def to_dict(self) -> dict:
         return asdict(self)

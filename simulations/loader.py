@@ -25,6 +25,18 @@ class LoadedModel:
     fingerprint: str  # sha256 of the GGUF, or of the tiny config + seed: use it in cache keys
 
 
+def model_summary(model: LoadedModel) -> dict:
+    """Who the model is and its sizes, as the trace, the sweep and the roofline report it."""
+    c = model.config
+    return {
+        "name": model.name, "source": model.source, "arch": c.arch, "params": c.n_params,
+        "layers": c.n_layers, "heads": c.n_heads, "kv_heads": c.n_kv_heads, "head_dim": c.head_dim,
+        "d_model": c.d_model, "d_ff": c.d_ff, "vocab_size": c.vocab_size, "tied_embeddings": c.tied_embeddings,
+        "qkv_bias": c.qkv_bias, "max_context": c.max_context, "weight_bytes": c.weight_bytes, "kv_bytes_per_token": c.kv_bytes_per_token,
+        "fingerprint": model.fingerprint,
+    }
+
+
 def resolve_spec(spec: str | None = None) -> str:
     """spec, else $PD_MODEL, else the default model id."""
     return spec or os.environ.get("PD_MODEL") or DEFAULT_MODEL

@@ -21,7 +21,8 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _cores() -> int:
+def available_cores() -> int:
+    """The cores this process may run on."""
     try:
         return len(os.sched_getaffinity(0))  # the cores this process may use, not the host's
     except AttributeError:
@@ -41,7 +42,7 @@ def machine_info() -> dict:
     """{"cpu","cores","numpy","blas","python","date"} — date is today's UTC date, ISO format."""
     return {
         "cpu": _cpu_model(),
-        "cores": _cores(),
+        "cores": available_cores(),
         "numpy": np.__version__,
         "blas": _blas(),
         "python": platform.python_version(),

@@ -9,9 +9,11 @@ The three ways to run it are named after what they are:
 
 Everything stays float32: numpy 2 promotes float32 arrays combined with a float64 scalar
 (``1 / np.sqrt(d)``) to float64, which silently doubles the bytes and costs 10-20x in speed.
-The instrumentation (timers, FLOP and byte counters) lives in ``instrument.py`` and wraps the
-primitives below (``embed``, ``rms_norm``, ``linear``, ``attention``, ``lm_head``); nothing here
-counts anything.
+
+Nothing here counts or times anything. Each way to run the model takes an optional ``observer``
+(see ``Observer``): the matrix products and attention report what they are given, so a test can
+count them and a recording can keep decode's attention weights. What a pass costs is stated once,
+as closed forms, in ``cost.py``; timing is the generation loop's job (``generate.py``).
 """
 
 from __future__ import annotations
@@ -75,8 +77,8 @@ class KVCache:
 
     @property
     def bytes_per_token(self) -> int:
-        n_layers, n_kv_heads, _, head_dim = self.k.shape
-        return 2 * n_layers * n_kv_heads * head_dim * FLOAT32_BYTES
+        """What one token's K and V rows, every layer and KV head, occupy here."""
+        return self.k[:, :, 0].nbytes + self.v[:, :, 0].nbytes
 
     @property
     def nbytes(self) -> int:
@@ -101,7 +103,24 @@ class KVCache:
         self.length += n_tokens
 
 
-# --- primitives (instrument.py wraps these by name) -------------------------------------------
+class Observer:
+    """Watches a pass without changing it; every method here does nothing. Subclass what you need.
+
+    The model calls these from the main thread where the work happens. Arrays passed are the
+    model's own: read them, never write them.
+    """
+
+    def matmul(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> None:
+        """x (T, in) is multiplied by the weight matrix w (out, in), and the bias b added if any."""
+
+    def attention(self, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
+        """Queries q (Tq, heads, hd), the last Tq positions, attend causally over k, v (kv_heads, Lk, hd)."""
+
+
+NO_OBSERVER = Observer()
+
+
+# --- primitives -----------------------------------------------------------------------------
 
 def embed(table: np.ndarray, token_ids: np.ndarray) -> np.ndarray:
     return table[token_ids]  # (T, d)
@@ -112,9 +131,12 @@ def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     return x * (weight / np.sqrt(mean_square + F32(eps)))
 
 
-def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+def linear(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, observer: Observer = NO_OBSERVER
+) -> np.ndarray:
     """y = x @ W.T (+ b). One row (decode) uses matrix-vector order, which streams W once;
     many rows (prefill) split into one block of rows per core."""
+    observer.matmul(x, w, b)
     if x.shape[0] == 1:
         y = (w @ x[0])[None, :]
     else:
@@ -125,8 +147,8 @@ def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndar
     return y
 
 
-def lm_head(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    return linear(x, w)  # (T, vocab)
+def lm_head(x: np.ndarray, w: np.ndarray, observer: Observer = NO_OBSERVER) -> np.ndarray:
+    return linear(x, w, observer=observer)  # (T, vocab)
 
 
 def silu(x: np.ndarray) -> np.ndarray:
@@ -184,19 +206,30 @@ def attention_scores(q: np.ndarray, k: np.ndarray, first_position: int) -> np.nd
     return scores
 
 
-def softmax(scores: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis, in place (attention() inlines it, normalising after the product)."""
-    scores -= scores.max(axis=-1, keepdims=True)
-    np.exp(scores, out=scores)
-    scores /= scores.sum(axis=-1, keepdims=True)
-    return scores
+def softmax(x: np.ndarray) -> np.ndarray:
+    """exp(x) / sum(exp(x)) over the last axis, in x's dtype (attention() inlines its own)."""
+    exp = np.exp(x - x.max(axis=-1, keepdims=True))
+    return exp / exp.sum(axis=-1, keepdims=True)
 
 
-def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+def attention_weights(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """softmax(q k^T / sqrt(hd)), causal: how much each query head looks at each key, (heads, Tq, Lk).
+
+    Built whole, for display; attention() computes the same weights block by block and never keeps
+    them. q: (Tq, heads, hd), the last Tq positions; k: (kv_heads, Lk, hd).
+    """
+    tq, n_heads, hd = q.shape
+    n_kv, lk, _ = k.shape
+    grouped = q.reshape(tq, n_kv, n_heads // n_kv, hd).transpose(1, 2, 0, 3)  # (kv_heads, rep, Tq, hd)
+    return softmax(attention_scores(grouped, k, lk - tq)).reshape(n_heads, tq, lk)
+
+
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, observer: Observer = NO_OBSERVER) -> np.ndarray:
     """Causal grouped-query attention of the last Tq positions over all Lk keys/values.
 
     q: (Tq, heads, hd); k, v: (kv_heads, Lk, hd). Returns (Tq, heads * hd).
     """
+    observer.attention(q, k, v)
     tq, n_heads, hd = q.shape
     n_kv, lk, _ = k.shape
     rep = n_heads // n_kv  # query heads per KV head; head h reads KV head h // rep
@@ -219,9 +252,9 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out.transpose(2, 0, 1, 3).reshape(tq, n_heads * hd)
 
 
-def mlp(x: np.ndarray, layer: LayerWeights) -> np.ndarray:
+def mlp(x: np.ndarray, layer: LayerWeights, observer: Observer = NO_OBSERVER) -> np.ndarray:
     """SwiGLU: down(silu(gate(x)) * up(x))."""
-    gate_up = linear(x, layer.w_gate_up)  # (T, 2 d_ff)
+    gate_up = linear(x, layer.w_gate_up, observer=observer)  # (T, 2 d_ff)
     d_ff = gate_up.shape[1] // 2
     hidden = np.empty((x.shape[0], d_ff), dtype=F32)
 
@@ -229,7 +262,7 @@ def mlp(x: np.ndarray, layer: LayerWeights) -> np.ndarray:
         np.multiply(silu(gate_up[rows, :d_ff]), gate_up[rows, d_ff:], out=hidden[rows])
 
     for_row_blocks(gate, x.shape[0])  # element-wise per token: rows split across cores
-    return linear(hidden, layer.w_down)
+    return linear(hidden, layer.w_down, observer=observer)
 
 
 def transformer_block(
@@ -239,10 +272,11 @@ def transformer_block(
     rotary: tuple[np.ndarray, np.ndarray],
     cache: KVCache | None,
     layer_index: int,
+    observer: Observer = NO_OBSERVER,
 ) -> np.ndarray:
     """Pre-norm block: x + attention(norm(x)), then + mlp(norm(x)). x: (T, d)."""
     t, h, hd = x.shape[0], config.n_heads, config.head_dim
-    qkv = linear(rms_norm(x, layer.attn_norm, config.rms_eps), layer.wqkv, layer.bqkv)
+    qkv = linear(rms_norm(x, layer.attn_norm, config.rms_eps), layer.wqkv, layer.bqkv, observer)
     # queries and keys rotate by the same angles: one RoPE call over (T, heads + kv_heads, hd)
     qk = rope(qkv[:, : config.q_dim + config.kv_dim].reshape(t, h + config.n_kv_heads, hd), *rotary, config.rope_style)
     q, k = qk[:, :h], qk[:, h:]
@@ -252,12 +286,13 @@ def transformer_block(
     else:  # no cache: attend over the keys/values computed in this very pass
         keys = np.ascontiguousarray(k.transpose(1, 0, 2))
         values = np.ascontiguousarray(v.transpose(1, 0, 2))
-    x = x + linear(attention(q, keys, values), layer.wo)
-    return x + mlp(rms_norm(x, layer.mlp_norm, config.rms_eps), layer)
+    x = x + linear(attention(q, keys, values, observer), layer.wo, observer=observer)
+    return x + mlp(rms_norm(x, layer.mlp_norm, config.rms_eps), layer, observer)
 
 
 def hidden_states(
-    weights: Weights, config: ModelConfig, token_ids: np.ndarray, cache: KVCache | None
+    weights: Weights, config: ModelConfig, token_ids: np.ndarray, cache: KVCache | None,
+    observer: Observer = NO_OBSERVER,
 ) -> np.ndarray:
     """Run the token ids through embedding, every block and the final norm. Returns (T, d)."""
     token_ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
@@ -265,7 +300,7 @@ def hidden_states(
     rotary = rope_angles(np.arange(past, past + token_ids.shape[0]), config.head_dim, config.rope_theta)
     x = embed(weights.token_embedding, token_ids)
     for index, layer in enumerate(weights.layers):
-        x = transformer_block(x, layer, config, rotary, cache, index)
+        x = transformer_block(x, layer, config, rotary, cache, index, observer)
     if cache is not None:
         cache.advance(token_ids.shape[0])
     return rms_norm(x, weights.final_norm, config.rms_eps)
@@ -274,24 +309,29 @@ def hidden_states(
 # --- the three ways to run the model ---------------------------------------------------------
 
 def prefill(
-    weights: Weights, config: ModelConfig, token_ids: np.ndarray, cache: KVCache, *, all_logits: bool = False
+    weights: Weights, config: ModelConfig, token_ids: np.ndarray, cache: KVCache, *, all_logits: bool = False,
+    observer: Observer = NO_OBSERVER,
 ) -> np.ndarray:
     """Process the whole prompt in one batched pass, filling `cache`.
 
     Returns logits (1, vocab) for the last position, which is all generation needs (inference
     engines skip the LM head for the other positions), or (T, vocab) with all_logits=True.
     """
-    h = hidden_states(weights, config, token_ids, cache)
-    return lm_head(h if all_logits else h[-1:], weights.lm_head)
+    h = hidden_states(weights, config, token_ids, cache, observer)
+    return lm_head(h if all_logits else h[-1:], weights.lm_head, observer)
 
 
-def decode_step(weights: Weights, config: ModelConfig, token_id: int, cache: KVCache) -> np.ndarray:
+def decode_step(
+    weights: Weights, config: ModelConfig, token_id: int, cache: KVCache, *, observer: Observer = NO_OBSERVER
+) -> np.ndarray:
     """Process one token: attend over the cache, append its K/V. Returns logits (vocab,)."""
-    h = hidden_states(weights, config, np.array([token_id]), cache)
-    return lm_head(h, weights.lm_head)[0]
+    h = hidden_states(weights, config, np.array([token_id]), cache, observer)
+    return lm_head(h, weights.lm_head, observer)[0]
 
 
-def forward_without_cache(weights: Weights, config: ModelConfig, token_ids: np.ndarray) -> np.ndarray:
+def forward_without_cache(
+    weights: Weights, config: ModelConfig, token_ids: np.ndarray, *, observer: Observer = NO_OBSERVER
+) -> np.ndarray:
     """Recompute every position from scratch (no KV cache). Returns logits (vocab,) of the last."""
-    h = hidden_states(weights, config, token_ids, cache=None)
-    return lm_head(h[-1:], weights.lm_head)[0]
+    h = hidden_states(weights, config, token_ids, None, observer)
+    return lm_head(h[-1:], weights.lm_head, observer)[0]

@@ -17,12 +17,14 @@ Conventions (kept deliberately simple and explicit):
   rate where it has one (llama.cpp multiplies quantized weights by int8-quantized activations on
   tensor cores), else at fp16 (dequantized inside the matmul).
 - The KV cache is fp16: 2 (K and V) × layers × KV heads × head dim × 2 bytes per token.
-- Weights read per forward pass: every matrix that takes part in a matmul (the layers and the LM
-  head), once. The embedding lookup reads only a few rows of an untied table and is not counted.
+- FLOPs and bytes of a pass come from the one cost model, `simulations/cost.py` (the numpy model's
+  counts are checked against it), at the device's bits per weight and an fp16 KV cache: every weight
+  read once per pass (layers, norms, LM head, the new tokens' embedding rows), the K and V rows read
+  and written.
 - Prefill produces the first token, so only the last position goes through the LM head.
   Attention is causal: T(T+1)/2 query-key pairs, as flash-attention kernels compute.
-- A decode step with `context` tokens already cached reads them, writes one more, and attends
-  over context + 1 positions. Activations are not counted: they stay on chip or are tiny.
+- A decode step with `context` tokens already cached reads them and its own new row, writes that
+  row, and attends over context + 1 positions. Activations are not counted: they stay on chip or are tiny.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ import statistics
 from functools import cache
 from importlib import resources
 from typing import Any
+
+from . import cost
+from .cost import ModelShape
 
 PROJECTION_DTYPES = ("fp16", "q8_0", "q4_0", "q4_k_m")
 KV_BYTES_PER_VALUE = 2  # fp16 KV cache
@@ -90,63 +95,40 @@ def compute_rate_for(device: dict[str, Any], dtype: str) -> str:
     return "int8" if quantized and "int8" in device["peak_flops"] else "fp16"
 
 
-# --- counting, from a model's shapes -------------------------------------------------------------
+# --- counting: the one cost model (simulations/cost.py), at the device's widths ---------------------
 
 
-def layer_params(m: dict[str, Any]) -> int:
-    """Matmul weights in one decoder layer: Q, K, V, O projections and the SwiGLU MLP."""
-    q_and_o = 2 * m["d_model"] * m["heads"] * m["head_dim"]
-    k_and_v = 2 * m["d_model"] * m["kv_heads"] * m["head_dim"]
-    mlp = 3 * m["d_model"] * m["d_ff"]
-    return q_and_o + k_and_v + mlp
+def shape(m: dict[str, Any]) -> ModelShape:
+    return ModelShape.from_models_json(m)
 
 
-def lm_head_params(m: dict[str, Any]) -> int:
-    return m["vocab"] * m["d_model"]
-
-
-def params_from_shapes(m: dict[str, Any]) -> int:
-    """All weights: layers, the embedding table and (if untied) a separate LM head. Norms are ignored."""
-    embedding = m["vocab"] * m["d_model"]
-    head = 0 if m["tied_embeddings"] else lm_head_params(m)
-    return m["layers"] * layer_params(m) + embedding + head
-
-
-def matmul_params(m: dict[str, Any]) -> int:
-    """Weights read by one forward pass: every layer's matrices and the LM head."""
-    return m["layers"] * layer_params(m) + lm_head_params(m)
+def _widths(bits: float) -> dict[str, float]:
+    return {"bytes_per_weight": bits / 8, "bytes_per_kv_value": KV_BYTES_PER_VALUE}
 
 
 def weight_bytes(m: dict[str, Any], bits: float) -> float:
-    """Bytes of the matmul weights at `bits` per weight."""
-    return matmul_params(m) * bits / 8
+    """Bytes of every weight held in memory at `bits` per weight (an untied LM head counted apart)."""
+    return cost.weight_bytes(shape(m), bits / 8)
 
 
-def kv_bytes_per_token(m: dict[str, Any]) -> int:
-    return 2 * m["layers"] * m["kv_heads"] * m["head_dim"] * KV_BYTES_PER_VALUE
-
-
-def attention_flops(m: dict[str, Any], query_key_pairs: int) -> int:
-    """Scores (q·k) and weighted values (p·v): 2 FLOPs per multiply-add, head_dim each, per head and layer."""
-    return 4 * m["layers"] * m["heads"] * m["head_dim"] * query_key_pairs
+def kv_bytes_per_token(m: dict[str, Any]) -> float:
+    return cost.kv_bytes_per_token(shape(m), KV_BYTES_PER_VALUE)
 
 
 def prefill_flops(m: dict[str, Any], prompt_tokens: int) -> int:
-    causal_pairs = prompt_tokens * (prompt_tokens + 1) // 2
-    layers = 2 * m["layers"] * layer_params(m) * prompt_tokens
-    return layers + attention_flops(m, causal_pairs) + 2 * lm_head_params(m)
+    return cost.prefill_cost(shape(m), prompt_tokens).flops
 
 
 def prefill_bytes(m: dict[str, Any], bits: float, prompt_tokens: int) -> float:
-    return weight_bytes(m, bits) + prompt_tokens * kv_bytes_per_token(m)
+    return cost.prefill_cost(shape(m), prompt_tokens, **_widths(bits)).bytes
 
 
 def decode_flops(m: dict[str, Any], context: int) -> int:
-    return 2 * matmul_params(m) + attention_flops(m, context + 1)
+    return cost.decode_cost(shape(m), context).flops
 
 
 def decode_bytes(m: dict[str, Any], bits: float, context: int) -> float:
-    return weight_bytes(m, bits) + (context + 1) * kv_bytes_per_token(m)
+    return cost.decode_cost(shape(m), context, **_widths(bits)).bytes
 
 
 # --- the roofline ----------------------------------------------------------------------------------

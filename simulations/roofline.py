@@ -9,7 +9,8 @@ ceiling limits it: below the ridge point (peak FLOP/s ÷ peak bytes/s) memory
 bandwidth does, above it compute does.
 
 `measure_peaks` measures the two ceilings; `roofline` times the model's real
-prefill and decode and places them on the chart.
+prefill and decode and places them on the chart, with their FLOPs and bytes from
+the cost model (`cost.py`).
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def phase_point(ms: float, flops: float, nbytes: float, peaks: dict[str, Any]) -
         "bytes": nbytes,
         "gflops": gflops,
         "gbps": gbps,
-        "intensity": flops / nbytes,  # FLOPs per byte moved
+        "intensity": flops / nbytes,  # FLOPs per byte moved: PassCost.intensity for a single pass
         "compute_utilization": gflops / peaks["peak_gflops"],
         "bandwidth_utilization": gbps / peaks["peak_gbps"],
         "bound": "compute" if flops / nbytes >= ridge_intensity(peaks) else "memory",
@@ -121,33 +122,29 @@ def ridge_intensity(peaks: dict[str, Any]) -> float:
 
 
 def measure_phases(model: LoadedModel, prompt_tokens: int, decode_steps: int, repeats: int) -> dict[str, Any]:
-    """Time and count real prefill and greedy decode steps at one prompt length (instrumented runs).
+    """Time real prefill and greedy decode steps at one prompt length; FLOPs and bytes from cost.py.
 
     Prefill: the median time over repeats, its FLOPs and bytes. Decode: the median time of all steps,
     and the mean FLOPs and bytes per step (they grow by one cached token per step).
     """
-    from .instrument import InstrumentedRun
+    from .generate import generate
     from .sweep import prompt_of_length, repeats_for
 
     prompt = prompt_of_length(model, prompt_tokens)
     prefills, decodes = [], []
     for _ in range(repeats_for(prompt_tokens, repeats)):
-        run = InstrumentedRun(model, prompt_tokens + decode_steps + 1)
-        logits, stats = run.prefill(prompt)
-        prefills.append(stats)
-        for _ in range(decode_steps):
-            logits, stats = run.decode(int(np.argmax(logits)))
-            decodes.append(stats)
+        for step in generate(model, prompt, max_new_tokens=decode_steps + 1, stop_at_eos=False):
+            (prefills if step.phase == "prefill" else decodes).append(step)
     return {
         "prefill": {
             "ms": statistics.median(s.ms for s in prefills),
-            "flops": prefills[0].counts.flops,
-            "bytes": prefills[0].counts.bytes_dict()["total"],
+            "flops": prefills[0].cost.flops,
+            "bytes": prefills[0].cost.bytes,
         },
         "decode": {
             "ms": statistics.median(s.ms for s in decodes),
-            "flops": statistics.fmean(s.counts.flops for s in decodes),
-            "bytes": statistics.fmean(s.counts.bytes_dict()["total"] for s in decodes),
+            "flops": statistics.fmean(s.cost.flops for s in decodes),
+            "bytes": statistics.fmean(s.cost.bytes for s in decodes),
         },
     }
 
@@ -166,6 +163,7 @@ def roofline(
     `prefill` and `decode` are measured at `prompt_tokens`; `points` add both phases at each of
     `prompt_lengths` (for the chart that animates prompt length). Peaks are measured unless given.
     """
+    from .loader import model_summary
     from .machine import machine_info
     from .sweep import prompt_of_length
 
@@ -181,7 +179,7 @@ def roofline(
 
     by_length = {}
     for i, n in enumerate(lengths):
-        report(f"prefill of {n} tokens and {decode_steps} decode steps, instrumented", i / len(lengths))
+        report(f"prefill of {n} tokens and {decode_steps} decode steps", i / len(lengths))
         measured = measure_phases(model, n, decode_steps, repeats)
         by_length[n] = {
             phase: phase_point(m["ms"], m["flops"], m["bytes"], peaks) for phase, m in measured.items()
@@ -201,11 +199,12 @@ def roofline(
         "prefill": by_length[prompt_tokens]["prefill"],
         "decode": by_length[prompt_tokens]["decode"],
         "points": points,
-        "model": {"name": model.name, "fingerprint": model.fingerprint, "params": model.config.n_params},
+        "model": model_summary(model),
         "method": (
-            "Achieved GFLOP/s and GB/s = the FLOPs and bytes counted by simulations.instrument from the "
-            "shapes of the operations run (float32 weights read once per pass, KV cache read and written), "
-            "divided by wall time. Prefill: median over repeats of the whole prompt's pass. Decode: median "
+            "Achieved GFLOP/s and GB/s = the FLOPs and bytes of each pass from the cost model "
+            "(simulations/cost.py: float32 weights read once per pass, KV cache read and written; checked "
+            "against the shapes the model multiplies), divided by wall time. Prefill: median over "
+            "repeats of the whole prompt's pass. Decode: median "
             f"of {decode_steps} greedy steps after that prefill (context = prompt + step). Utilisation = "
             "achieved / measured peak (peak_gflops from GEMM, peak_gbps from the better of copy and GEMV)."
         ),

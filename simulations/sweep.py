@@ -16,15 +16,13 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .errors import PromptError
-from .model import KVCache, decode_step, forward_without_cache, prefill
-
-if TYPE_CHECKING:
-    from .loader import LoadedModel
+from .generate import generate
+from .loader import LoadedModel, model_summary
 
 Progress = Callable[[str, float | None], None] | None
 
@@ -60,28 +58,11 @@ def repeats_for(n_tokens: int, repeats: int, budget: int = PREFILL_TOKEN_BUDGET)
     return max(1, min(repeats, budget // n_tokens))
 
 
-def _ms_since(start: float) -> float:
-    return (time.perf_counter() - start) * 1000
-
-
-def _greedy(logits: np.ndarray) -> int:
-    return int(np.argmax(logits.reshape(-1, logits.shape[-1])[-1]))
-
-
 def prefill_then_decode(model: LoadedModel, prompt: np.ndarray, decode_steps: int) -> dict[str, Any]:
     """One timed run: prefill the prompt, then `decode_steps` greedy decode steps with the KV cache."""
-    cache = KVCache.empty(model.config, len(prompt) + decode_steps + 1)
-    start = time.perf_counter()
-    token = _greedy(prefill(model.weights, model.config, prompt, cache))
-    ttft_ms = _ms_since(start)
-    kv_bytes_after_prefill = cache.nbytes
-    tokens, step_ms = [token], []
-    for _ in range(decode_steps):
-        start = time.perf_counter()
-        token = _greedy(decode_step(model.weights, model.config, token, cache))
-        step_ms.append(_ms_since(start))
-        tokens.append(token)
-    return {"ttft_ms": ttft_ms, "step_ms": step_ms, "tokens": tokens, "kv_bytes": kv_bytes_after_prefill}
+    steps = list(generate(model, prompt, max_new_tokens=decode_steps + 1, stop_at_eos=False))
+    return {"ttft_ms": steps[0].ms, "step_ms": [step.ms for step in steps[1:]],
+            "tokens": [step.token for step in steps], "kv_bytes": steps[0].kv_bytes}
 
 
 def prompt_length_point(model: LoadedModel, n_tokens: int, decode_steps: int, repeats: int) -> dict[str, Any]:
@@ -104,15 +85,9 @@ def prompt_length_point(model: LoadedModel, n_tokens: int, decode_steps: int, re
 
 
 def recompute_tokens(model: LoadedModel, sequence: np.ndarray, n_tokens: int) -> tuple[list[int], list[float]]:
-    """Greedy tokens and ms per token from `forward_without_cache`, re-reading the whole sequence each time."""
-    tokens, step_ms = [], []
-    for _ in range(n_tokens):
-        start = time.perf_counter()
-        token = _greedy(forward_without_cache(model.weights, model.config, sequence))
-        step_ms.append(_ms_since(start))
-        tokens.append(token)
-        sequence = np.append(sequence, token)
-    return tokens, step_ms
+    """Greedy tokens and ms per token without a KV cache, re-reading the whole sequence each time."""
+    steps = list(generate(model, sequence, max_new_tokens=n_tokens, stop_at_eos=False, recompute=True))
+    return [step.token for step in steps], [step.ms for step in steps]
 
 
 def cache_vs_recompute_point(model: LoadedModel, context: int, decode_steps: int) -> dict[str, Any]:
@@ -135,19 +110,6 @@ def cache_vs_recompute_point(model: LoadedModel, context: int, decode_steps: int
         "cached_tokens": cached["tokens"][1:],
         "recompute_tokens": recomputed,
         "identical_tokens": cached["tokens"][1 : 1 + n_recompute] == recomputed,
-    }
-
-
-def _model_summary(model: LoadedModel) -> dict[str, Any]:
-    config = model.config
-    return {
-        "name": model.name,
-        "source": model.source,
-        "fingerprint": model.fingerprint,
-        "params": config.n_params,
-        "layers": config.n_layers,
-        "max_context": config.max_context,
-        "kv_bytes_per_token": config.kv_bytes_per_token,
     }
 
 
@@ -194,7 +156,7 @@ def sweep(
         "cache_vs_recompute": comparisons,
         "identical_tokens": all(c["identical_tokens"] for c in comparisons),
         "machine": machine_info(),
-        "model": _model_summary(model),
+        "model": model_summary(model),
         "settings": {"decode_steps": decode_steps, "repeats": repeats, "sampling": "greedy"},
         "method": (
             "Prompts of exact length: the token ids of a fixed English passage, repeated and cut. "

@@ -12,10 +12,10 @@ from collections.abc import Callable
 import numpy as np
 
 from .errors import PromptError
-from .generate import choose_token, softmax
-from .instrument import InstrumentedRun, StepStats
-from .loader import LoadedModel
+from .generate import Step, generate
+from .loader import LoadedModel, model_summary
 from .machine import machine_info
+from .model import KVCache, softmax
 
 SCHEMA = "prefill-decode-trace/1"
 TOP_CANDIDATES = 5
@@ -29,17 +29,6 @@ def kv_slice_layer(n_layers: int) -> int:
     return n_layers // 2
 
 
-def model_summary(model: LoadedModel) -> dict:
-    c = model.config
-    return {
-        "name": model.name, "source": model.source, "arch": c.arch, "params": c.n_params,
-        "layers": c.n_layers, "heads": c.n_heads, "kv_heads": c.n_kv_heads, "head_dim": c.head_dim,
-        "d_model": c.d_model, "d_ff": c.d_ff, "vocab_size": c.vocab_size, "max_context": c.max_context,
-        "weight_bytes": c.weight_bytes, "kv_bytes_per_token": c.kv_bytes_per_token,
-        "fingerprint": model.fingerprint,
-    }
-
-
 def _rounded(values: np.ndarray, digits: int) -> list[float]:
     return [round(float(v), digits) for v in values]
 
@@ -51,18 +40,16 @@ def _top(model: LoadedModel, logits: np.ndarray) -> list[dict]:
     return [{"id": int(i), "text": s["text"], "prob": round(float(probs[i]), 6)} for i, s in zip(best, shown, strict=True)]
 
 
-def _step(index: int, token_ids: list[int], stats: StepStats, top: list[dict]) -> dict:
-    step = {
-        "index": index, "phase": stats.phase, "token_ids": [int(t) for t in token_ids],
-        "start_ms": round(stats.start_ms, 3), "end_ms": round(stats.end_ms, 3),
-        "flops": stats.counts.flops, "bytes": stats.counts.bytes_dict(),
-        "kv_tokens": stats.kv_tokens, "kv_bytes": stats.kv_bytes, "top": top,
+def _step(step: Step, model: LoadedModel) -> dict:
+    out = {
+        "index": step.index, "phase": step.phase, "token_ids": step.token_ids,
+        "start_ms": round(step.start_ms, 3), "end_ms": round(step.end_ms, 3),
+        "flops": step.cost.flops, "bytes": step.cost.bytes_dict(),
+        "kv_tokens": step.kv_tokens, "kv_bytes": step.kv_bytes, "top": _top(model, step.logits),
     }
-    if stats.counts.attention:
-        layers = list(range(len(stats.counts.attention)))
-        weights = np.mean(np.stack(stats.counts.attention), axis=0)
-        step["attention"] = {"layers": layers, "weights": _rounded(weights, 5)}
-    return step
+    if step.attention is not None:
+        out["attention"] = {"layers": list(range(model.config.n_layers)), "weights": _rounded(step.attention, 5)}
+    return out
 
 
 def prepare_prompt(model: LoadedModel, prompt: str, chat: bool, system_prompt: str | None) -> tuple[str, list[int], dict]:
@@ -111,30 +98,22 @@ def record(
     text, prompt_ids, system = prepare_prompt(model, prompt, chat, system_prompt)
     roles = system.pop("roles")
     max_new_tokens = min(max_new_tokens, model.config.max_context - len(prompt_ids))
-    tokenizer, rng = model.tokenizer, np.random.default_rng(seed)
-    run = InstrumentedRun(model, len(prompt_ids) + max_new_tokens, capture_attention=True)
+    tokenizer = model.tokenizer
+    cache = KVCache.empty(model.config, len(prompt_ids) + max_new_tokens - 1)
 
     if progress:
         progress(f"prefill: {len(prompt_ids)} prompt tokens", 0.0)
-    logits, stats = run.prefill(prompt_ids)
-    steps, generated, consumed = [], [], prompt_ids
-    stop_reason = "max_new_tokens"
-    while True:
-        token = choose_token(logits, temperature, top_k, rng)
-        steps.append(_step(len(steps), consumed, stats, _top(model, logits)))
-        generated.append(token)
-        if token in tokenizer.stop_ids:
-            stop_reason = "eos"
-            break
-        if len(generated) >= max_new_tokens:
-            break
-        if progress:
-            progress(f"decode: token {len(generated) + 1}/{max_new_tokens}", len(generated) / max_new_tokens)
-        logits, stats = run.decode(token)
-        consumed = [token]
+    steps, generated = [], []
+    for step in generate(model, prompt_ids, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
+                         seed=seed, attention=True, cache=cache):
+        steps.append(_step(step, model))
+        generated.append(step.token)
+        if progress and len(steps) < max_new_tokens:
+            progress(f"decode: token {len(steps) + 1}/{max_new_tokens}", len(steps) / max_new_tokens)
 
-    for step, shown in zip(steps, tokenizer.display(generated), strict=True):
-        step["token"] = shown
+    for step_json, shown in zip(steps, tokenizer.display(generated), strict=True):
+        step_json["token"] = shown
+    stop_reason = "eos" if generated[-1] in tokenizer.stop_ids else "max_new_tokens"
     answer_ids = generated[:-1] if stop_reason == "eos" else generated
     layer = kv_slice_layer(model.config.n_layers)
     n_prompt, dims = len(prompt_ids), min(KV_SLICE_DIMS, model.config.head_dim)
@@ -148,8 +127,8 @@ def record(
         "steps": steps,
         "kv_slice": {
             "layer": layer, "kv_head": 0, "dims": dims,
-            "k": [_rounded(row, 4) for row in run.cache.k[layer, 0, :n_prompt, :dims]],
-            "v": [_rounded(row, 4) for row in run.cache.v[layer, 0, :n_prompt, :dims]],
+            "k": [_rounded(row, 4) for row in cache.k[layer, 0, :n_prompt, :dims]],
+            "v": [_rounded(row, 4) for row in cache.v[layer, 0, :n_prompt, :dims]],
         },
         "answer": tokenizer.decode(answer_ids),
         "answer_tokens": len(answer_ids),

@@ -75,10 +75,10 @@ def smollm2_config() -> Any:
 
 def phase_counts(config: Any, new_tokens: int, past_tokens: int) -> dict[str, float]:
     """FLOPs and bytes of one pass from the build's closed-form cost model (its one call site here)."""
-    from simulations.instrument import expected_counts
+    from simulations.cost import pass_cost
 
-    counts = expected_counts(config, new_tokens, past_tokens)
-    return {"flops": counts["flops"], "bytes": counts["weights"] + counts["kv_read"] + counts["kv_written"]}
+    cost = pass_cost(config.shape, new_tokens, past_tokens)
+    return {"flops": cost.flops, "bytes": cost.bytes}
 
 
 def split_costs(config: Any, new_tokens: int, past_tokens: int) -> dict[str, dict[str, float]]:

@@ -87,9 +87,11 @@ class NumpySimulator:
 
     def expected_counts(self, *, new_tokens: int, past_tokens: int) -> dict[str, int]:
         """The cost model's FLOPs and bytes (weights, kv_read, kv_written) of one pass of the loaded model."""
-        from simulations.instrument import expected_counts
+        from simulations.cost import pass_cost
 
-        return expected_counts(self.model.config, new_tokens=new_tokens, past_tokens=past_tokens)
+        cost = pass_cost(self.model.config.shape, new_tokens, past_tokens)
+        return {"flops": cost.flops, "weights": cost.weight_bytes, "kv_read": cost.kv_read_bytes,
+                "kv_written": cost.kv_written_bytes}
 
     def record(self, prompt: str, *, max_new_tokens: int, chat: bool = True,
                progress: Progress | None = None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from hooks.demos.blocks import Limits, parse_blocks, validate
 from hooks.demos.device import CLAIMS, PLAN, smollm2_config, split_costs
 from hooks.demos.kinds import BUILDERS
 from hooks.demos.strings import Strings
-from simulations.instrument import expected_counts
+from simulations.cost import pass_cost
 
 OPERATORS = {"<", "<=", ">", ">=", "==", "!="}
 # The figures a claim may name: the fields of the worker's result (device/result.js) and the build's.
@@ -40,9 +40,9 @@ def test_costs_are_the_build_cost_model_split_into_layers_and_the_rest():
     config = smollm2_config()
     for new, past in ((512, 0), (1, 512)):
         costs = split_costs(config, new, past)
-        counts = expected_counts(config, new, past)
-        assert costs["total"]["flops"] == counts["flops"]
-        assert costs["total"]["bytes"] == counts["weights"] + counts["kv_read"] + counts["kv_written"]
+        cost = pass_cost(config.shape, new, past)
+        assert costs["total"]["flops"] == cost.flops
+        assert costs["total"]["bytes"] == cost.weight_bytes + cost.kv_read_bytes + cost.kv_written_bytes
         for key in ("flops", "bytes"):
             rebuilt = costs["outside_layers"][key] + config.n_layers * costs["per_layer"][key]
             assert rebuilt == pytest.approx(costs["total"][key])

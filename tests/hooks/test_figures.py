@@ -42,6 +42,19 @@ def test_prefill_time_plots_measured_time_over_linear_and_attention_work(measure
     assert axis_title(figure, "yaxis2") == strings["prefill.axis_gflop"]
 
 
+def test_prefill_linear_work_grows_with_every_block_matrix_per_token_and_counts_the_lm_head_once(trace):
+    """The model runs the LM head on the last position only, so the chart charges it once."""
+    from hooks.demos.figures.flops import prefill_flops_split
+
+    m = trace["model"]
+    (linear_100, attention_100), (linear_200, _) = prefill_flops_split(m, 100), prefill_flops_split(m, 200)
+    q, kv = m["heads"] * m["head_dim"], m["kv_heads"] * m["head_dim"]
+    block_matrices = m["layers"] * (m["d_model"] * (2 * q + 2 * kv) + 3 * m["d_model"] * m["d_ff"])
+    assert (linear_200 - linear_100) / 100 == 2 * block_matrices
+    assert linear_100 == 100 * 2 * block_matrices + 2 * m["vocab_size"] * m["d_model"]
+    assert attention_100 == 4 * m["layers"] * m["heads"] * m["head_dim"] * (100 * 101 // 2)
+
+
 def test_attention_heatmap_starts_empty_then_has_one_frame_per_decode_step_filling_row_by_row(
         trace, strings: Strings):
     figure = decode.attention(trace, strings, SOURCE)

@@ -89,24 +89,30 @@ def test_variants_of_the_architecture_agree_between_cache_and_recompute(override
     np.testing.assert_allclose(logits, forward_without_cache(weights, config, ids), atol=TOLERANCE)
 
 
-def test_every_activation_is_float32(tiny, monkeypatch):
-    seen = []
-    for name in ("embed", "rms_norm", "linear", "rope", "attention_scores", "softmax", "attention", "silu", "mlp",
-                 "transformer_block", "hidden_states"):
-        original = getattr(M, name)
+class DtypeWatcher(M.Observer):
+    """Notes the dtype of every array the model multiplies or attends with."""
 
-        def wrapper(*args, _original=original, _name=name, **kwargs):
-            out = _original(*args, **kwargs)
-            seen.append((_name, out.dtype))
-            return out
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, np.dtype]] = []
 
-        monkeypatch.setattr(M, name, wrapper)
+    def matmul(self, x, w, b):
+        self.seen += [("matmul input", x.dtype), ("weight", w.dtype)] + ([("bias", b.dtype)] if b is not None else [])
+
+    def attention(self, q, k, v):
+        self.seen += [("queries", q.dtype), ("keys", k.dtype), ("values", v.dtype)]
+
+
+def test_every_activation_is_float32(tiny):
+    """Every product's input (norm outputs, attention outputs, the MLP's hidden layer, the final
+    norm) and every query, key and value: a float64 anywhere upstream would show up here."""
+    watcher = DtypeWatcher()
     cache = KVCache.empty(tiny.config, 20)
-    logits = [M.prefill(tiny.weights, tiny.config, prompt_ids(10), cache),
-              M.decode_step(tiny.weights, tiny.config, 5, cache),
-              M.forward_without_cache(tiny.weights, tiny.config, prompt_ids(10))]
-    assert {name for name, _ in seen} >= {"linear", "attention", "rope", "mlp", "hidden_states"}
-    assert [(n, d) for n, d in seen if d != np.float32] == []
+    logits = [M.prefill(tiny.weights, tiny.config, prompt_ids(10), cache, observer=watcher),
+              M.decode_step(tiny.weights, tiny.config, 5, cache, observer=watcher),
+              M.forward_without_cache(tiny.weights, tiny.config, prompt_ids(10), observer=watcher)]
+    assert {name for name, _ in watcher.seen} == {"matmul input", "weight", "queries", "keys", "values"}
+    assert len(watcher.seen) == 3 * (tiny.config.n_layers * (4 * 2 + 3) + 2)  # 4 products, 3 attention inputs, LM head
+    assert [(n, d) for n, d in watcher.seen if d != np.float32] == []
     assert all(x.dtype == np.float32 for x in logits)
     assert cache.k.dtype == cache.v.dtype == np.float32
 
@@ -150,12 +156,32 @@ def _arrays(weights):
 
 
 def test_parallel_attention_blocks_restore_the_blas_thread_count(tiny, monkeypatch):
-    from simulations.parallel import _openblas_threads
+    from threadpoolctl import threadpool_info
 
-    if _openblas_threads() is None:
-        pytest.skip("numpy is not linked to OpenBLAS here: blocks run sequentially")
-    get_threads, _ = _openblas_threads()
-    before = get_threads()
+    def blas_threads() -> list[int]:
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    before = blas_threads()
     monkeypatch.setattr(M, "MAX_QUERY_BLOCK", 4)
     prefill(tiny.weights, tiny.config, prompt_ids(20), KVCache.empty(tiny.config, 20))
-    assert get_threads() == before
+    assert blas_threads() == before
+
+
+def test_parallel_blocks_run_with_blas_on_one_thread_and_decode_keeps_its_threads(tiny, monkeypatch):
+    """Batched work splits over the cores itself; a single row leaves BLAS its own threads."""
+    from threadpoolctl import threadpool_info
+
+    import simulations.parallel as P
+
+    if P.available_cores() < 2 or not any(p["user_api"] == "blas" for p in threadpool_info()):
+        pytest.skip("one core or no BLAS found: blocks run one after another")
+    seen: list[int] = []
+
+    def note_blas_threads(rows: slice) -> None:
+        seen.append(min(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"))
+
+    P.for_row_blocks(note_blas_threads, 4 * P.MIN_ROWS_PER_BLOCK)
+    assert seen and set(seen) == {1}
+    seen.clear()
+    P.for_row_blocks(note_blas_threads, 1)
+    assert seen == [max(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")]

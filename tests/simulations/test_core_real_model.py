@@ -27,10 +27,16 @@ def smollm():
     return load_model("smollm2-135m")
 
 
+def greedy_answer(model, prompt: list[int]) -> list[int]:
+    """The generated tokens, a final end-of-turn token left out."""
+    tokens = [step.token for step in generate(model, prompt, max_new_tokens=48)]
+    return tokens[:-1] if tokens[-1] in model.tokenizer.stop_ids else tokens
+
+
 @pytest.fixture(scope="module")
 def answer_ids(smollm):
     prompt = smollm.tokenizer.encode(smollm.tokenizer.render_chat(PROMPT).text)
-    return prompt, generate(smollm, prompt, max_new_tokens=48).token_ids
+    return prompt, greedy_answer(smollm, prompt)
 
 
 def is_coherent_english_about_quantum(text: str) -> bool:
@@ -69,11 +75,18 @@ def test_neox_half_split_rope_would_fail_the_same_check(smollm, answer_ids):
     """llama.cpp permutes Llama's Q/K, so only the interleaved-pairs rotation is right."""
     wrong = dataclasses.replace(smollm, config=dataclasses.replace(smollm.config, rope_style="half"))
     prompt, good_answer = answer_ids
-    wrong_text = smollm.tokenizer.decode(generate(wrong, prompt, max_new_tokens=48).token_ids)
+    wrong_text = smollm.tokenizer.decode(greedy_answer(wrong, prompt))
     assert not is_coherent_english_about_quantum(wrong_text), wrong_text
     right_ll = mean_log_likelihood(smollm, prompt, good_answer)
     wrong_ll = mean_log_likelihood(wrong, prompt, good_answer)
     assert right_ll > -1.5 and wrong_ll < right_ll - 2.0, (right_ll, wrong_ll)
+
+
+def test_the_cost_models_shape_is_the_one_projections_use_for_smollm2(smollm):
+    from simulations.cost import ModelShape
+    from simulations.projections import load_data
+
+    assert ModelShape.from_models_json(load_data("models")["models"]["smollm2-135m"]) == smollm.config.shape
 
 
 def test_chinese_prompt_is_19_tokens_and_28_in_the_bare_chatml_template(smollm):

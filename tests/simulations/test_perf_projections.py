@@ -62,7 +62,7 @@ def test_data_files_cover_the_required_devices_models_and_precisions() -> None:
 @pytest.mark.parametrize("model_id", sorted(pj.load_data("models")["models"]))
 def test_parameter_count_from_shapes_matches_the_published_count(model_id: str) -> None:
     m = pj.load_data("models")["models"][model_id]
-    assert pj.params_from_shapes(m) == pytest.approx(pj.value(m["params"]), rel=0.01)
+    assert pj.shape(m).params == pytest.approx(pj.value(m["params"]), rel=0.01)
 
 
 def test_kv_bytes_per_token_is_k_and_v_for_every_layer_and_kv_head_in_fp16() -> None:
@@ -101,9 +101,13 @@ def test_prefill_flops_are_two_per_weight_per_token_plus_causal_attention_plus_o
 
 
 def test_decode_reads_every_weight_and_the_whole_cache() -> None:
-    context = 1000
-    expected = pj.weight_bytes(LLAMA_8B, 16) + (context + 1) * pj.kv_bytes_per_token(LLAMA_8B)
-    assert pj.decode_bytes(LLAMA_8B, 16, context) == expected
+    context, m = 1000, LLAMA_8B
+    d, layers = m["d_model"], m["layers"]
+    block = d * (m["heads"] + 2 * m["kv_heads"]) * m["head_dim"] + m["heads"] * m["head_dim"] * d + 3 * d * m["d_ff"]
+    # Every block's matrices and two norm vectors, the final norm, the LM head and the new token's embedding row.
+    weights_read = 2 * (layers * (block + 2 * d) + d + m["vocab"] * d + d)
+    kv = pj.kv_bytes_per_token(m)
+    assert pj.decode_bytes(m, 16, context) == weights_read + (context + 1) * kv + kv  # cache read, one row written
 
 
 def test_roofline_time_is_the_slower_of_compute_and_memory() -> None:
@@ -112,15 +116,16 @@ def test_roofline_time_is_the_slower_of_compute_and_memory() -> None:
 
 
 def test_prefill_crossover_on_a_hand_checked_case() -> None:
-    # A 1-layer model (d=4, 1 head of 4, FFN 4, vocab 4, tied): 112 weights per layer + 16 in the head,
-    # 16 KV bytes per token. At 1000 FLOP/s and 10 B/s, FLOPs(T)/1000 >= bytes(T)/10 reads
-    # 8T² + 232T + 32 >= 25600 + 1600T, i.e. T² - 171T - 3196 >= 0: first true at T = 188 (equality).
+    # A 1-layer model (d=4, 1 head of 4, FFN 4, vocab 4, tied): 112 matrix weights and 8 norm weights per
+    # layer, a final norm of 4, 16 in the head, one embedding row of 4 per token; 16 KV bytes per token, read
+    # and written. At 16 bits, bytes(T) = 2·(140 + 4T) + 32T = 280 + 40T; FLOPs(T) = 8T² + 232T + 32.
+    # At 1000 FLOP/s and 10 B/s, FLOPs/1000 >= bytes/10 reads T² - 471T - 3496 >= 0: first true at T = 479.
     m = {"layers": 1, "d_model": 4, "heads": 1, "kv_heads": 1, "head_dim": 4, "d_ff": 4, "vocab": 4,
          "tied_embeddings": True}
     device = {"peak_flops": {"fp16": 1000}, "bandwidth_bytes_per_s": 10}
-    assert pj.crossover_tokens(m, device, "fp16", 16) == 188
-    assert pj.bound(pj.prefill_flops(m, 187), pj.prefill_bytes(m, 16, 187), 1000, 10) == "memory"
-    assert pj.bound(pj.prefill_flops(m, 188), pj.prefill_bytes(m, 16, 188), 1000, 10) == "compute"
+    assert pj.crossover_tokens(m, device, "fp16", 16) == 479
+    assert pj.bound(pj.prefill_flops(m, 478), pj.prefill_bytes(m, 16, 478), 1000, 10) == "memory"
+    assert pj.bound(pj.prefill_flops(m, 479), pj.prefill_bytes(m, 16, 479), 1000, 10) == "compute"
 
 
 def test_short_prompts_prefill_memory_bound_on_a_gpu_until_the_crossover() -> None:

@@ -1,23 +1,22 @@
-"""Closed-form FLOPs of a prefill, split into the part linear in prompt length and the attention part.
+"""The FLOPs of a prefill, split into the part that grows linearly with prompt length and attention.
 
-Used to draw the two parts beside the measured prefill time. The counts follow the trace's model
-fields (layers, heads, head dim, d_model, parameter count).
+Used to draw the two parts beside the measured prefill time. The counts are the cost model's
+(simulations/cost.py), for the model named in the trace.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from simulations.cost import ModelShape, prefill_cost
+
 
 def prefill_flops_split(model: dict[str, Any], prompt_tokens: int) -> tuple[float, float]:
-    """(linear, attention) FLOPs of prefilling `prompt_tokens` tokens.
+    """(linear, attention) FLOPs of prefilling `prompt_tokens` tokens; `model` is a trace's model summary.
 
-    Linear: every weight matrix multiplies every token once (2 FLOPs per parameter per token; the
-    embedding lookup is not a multiply but the tied LM head is, so the parameter count stands).
-    Attention: QKᵀ and attention × V, 2 FLOPs per multiply-add, over the causal half of a T×T matrix.
+    Linear: every block matrix multiplies every prompt token, and the LM head the last position
+    only (prefill needs just the next token's logits). Attention: q·k and probs·v over the causal
+    half of a T×T matrix.
     """
-    t = prompt_tokens
-    linear = 2.0 * model["params"] * t
-    attention = 2.0 * 2.0 * model["layers"] * model["heads"] * model["head_dim"] * t * (t + 1) / 2
-    return linear, attention
-
+    cost = prefill_cost(ModelShape.from_summary(model), prompt_tokens)
+    return float(cost.linear_flops + cost.lm_head_flops), float(cost.attention_flops)

@@ -1,0 +1,167 @@
+"""What one pass of the model costs: FLOPs and bytes, as closed forms of its shape and token counts.
+
+Stated once, from the configuration, in the spirit of nanoGPT's `estimate_mfu`. Every count in the
+project comes from here: the trace's steps, the roofline, the prefill chart's split into linear
+and attention work, and (with fp16 or quantised widths) the projections onto other hardware.
+tests/simulations/test_core_cost.py runs real passes with a counting observer and checks that the
+shapes the model actually multiplies give exactly these numbers.
+
+A pass runs `new_tokens` tokens after `past_tokens` already in the KV cache:
+
+- flops: 2 per multiply-add of every matrix product — the block matrices on every new token
+  (`linear_flops`), q·k and probs·v over the keys each query may see (causal, `attention_flops`),
+  and the LM head on `logits_rows` rows (`lm_head_flops`; 1 to choose the next token, as inference
+  engines do). Element-wise work (norms, RoPE, softmax, SiLU, residual adds) is O(T·d), not counted.
+- weight bytes: every parameter read once per pass (matrices, norm vectors, biases, the LM head),
+  plus the embedding rows of the new tokens. For decode that is the whole model, every token.
+- kv_read bytes: every K and V row attention reads, the new ones included (past + new tokens).
+- kv_written bytes: the K and V rows the pass appends (none when it runs without a cache).
+Activations are not counted: they are small next to the weights and stay in the CPU caches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+FLOAT32_BYTES = 4  # the numpy model's weights and KV cache; projections pass their own widths
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The sizes a pass's cost depends on, whichever model they describe.
+
+    `ModelConfig.shape` gives the numpy model's; `from_models_json` reads an entry of
+    simulations/data/models.json; `from_summary` reads a trace's `model` summary.
+    """
+
+    layers: int
+    d_model: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    d_ff: int
+    vocab: int
+    tied_embeddings: bool = True  # the LM head is the embedding table (held once, read by both)
+    qkv_bias: bool = False  # Qwen2 adds biases to the Q, K and V projections
+
+    @classmethod
+    def from_models_json(cls, entry: Mapping[str, Any]) -> ModelShape:
+        """An entry of simulations/data/models.json (its shapes come from each model's config.json)."""
+        keys = ("layers", "d_model", "heads", "kv_heads", "head_dim", "d_ff", "vocab", "tied_embeddings")
+        return cls(**{key: entry[key] for key in keys}, qkv_bias=bool(entry.get("qkv_bias", False)))
+
+    @classmethod
+    def from_summary(cls, summary: Mapping[str, Any]) -> ModelShape:
+        """A trace's `model` summary (`loader.model_summary`), as the hooks receive it."""
+        keys = ("layers", "d_model", "heads", "kv_heads", "head_dim", "d_ff", "tied_embeddings", "qkv_bias")
+        return cls(**{key: summary[key] for key in keys}, vocab=summary["vocab_size"])
+
+    @property
+    def q_dim(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_dim
+
+    @property
+    def block_matrix_params(self) -> int:
+        """One block's matrices: Q, K, V and O, and the SwiGLU MLP's gate, up and down."""
+        d = self.d_model
+        return d * (self.q_dim + 2 * self.kv_dim) + self.q_dim * d + 3 * d * self.d_ff
+
+    @property
+    def block_vector_params(self) -> int:
+        """One block's vectors: two norms, and the Q/K/V biases where the architecture has them."""
+        return 2 * self.d_model + (self.q_dim + 2 * self.kv_dim if self.qkv_bias else 0)
+
+    @property
+    def params(self) -> int:
+        """Every parameter, a tied embedding/LM-head matrix counted once."""
+        table = self.vocab * self.d_model
+        blocks = self.layers * (self.block_matrix_params + self.block_vector_params)
+        return blocks + self.d_model + table + (0 if self.tied_embeddings else table)  # + final norm
+
+
+def weight_bytes(shape: ModelShape, bytes_per_weight: float = FLOAT32_BYTES) -> float:
+    """Bytes of every parameter held in memory."""
+    return shape.params * bytes_per_weight
+
+
+def kv_bytes_per_token(shape: ModelShape, bytes_per_value: float = FLOAT32_BYTES) -> float:
+    """K and V of one token, every layer: what the KV cache grows by per token."""
+    return 2 * shape.layers * shape.kv_dim * bytes_per_value
+
+
+def causal_pairs(new_tokens: int, past_tokens: int) -> int:
+    """(query, key) pairs a causal pass computes: each new token sees the past and itself."""
+    return new_tokens * past_tokens + new_tokens * (new_tokens + 1) // 2
+
+
+@dataclass(frozen=True)
+class PassCost:
+    """FLOPs and bytes of one pass; `bytes_dict()` is the trace's `bytes` field."""
+
+    linear_flops: int
+    attention_flops: int
+    lm_head_flops: int
+    weight_bytes: float
+    kv_read_bytes: float
+    kv_written_bytes: float
+
+    @property
+    def flops(self) -> int:
+        return self.linear_flops + self.attention_flops + self.lm_head_flops
+
+    @property
+    def bytes(self) -> float:
+        return self.weight_bytes + self.kv_read_bytes + self.kv_written_bytes
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte moved: where the pass sits on a roofline."""
+        return self.flops / self.bytes
+
+    def bytes_dict(self) -> dict[str, float]:
+        return {"weights": self.weight_bytes, "kv_read": self.kv_read_bytes,
+                "kv_written": self.kv_written_bytes, "total": self.bytes}
+
+
+def pass_cost(
+    shape: ModelShape,
+    new_tokens: int,
+    past_tokens: int = 0,
+    *,
+    logits_rows: int = 1,
+    cached: bool = True,
+    bytes_per_weight: float = FLOAT32_BYTES,
+    bytes_per_kv_value: float = FLOAT32_BYTES,
+) -> PassCost:
+    """FLOPs and bytes of a pass over `new_tokens` after `past_tokens` cached ones (module docstring).
+
+    `cached=False` is a pass without a KV cache (`forward_without_cache`): it writes no K/V rows.
+    """
+    d = shape.d_model
+    params_read = shape.layers * (shape.block_matrix_params + shape.block_vector_params) + d  # + final norm
+    params_read += shape.vocab * d + new_tokens * d  # the LM head, and the new tokens' embedding rows
+    kv_row = kv_bytes_per_token(shape, bytes_per_kv_value)
+    return PassCost(
+        linear_flops=2 * new_tokens * shape.layers * shape.block_matrix_params,
+        attention_flops=4 * shape.layers * shape.heads * shape.head_dim * causal_pairs(new_tokens, past_tokens),
+        lm_head_flops=2 * logits_rows * shape.vocab * d,
+        weight_bytes=params_read * bytes_per_weight,
+        kv_read_bytes=kv_row * (past_tokens + new_tokens),
+        kv_written_bytes=kv_row * new_tokens if cached else 0,
+    )
+
+
+def prefill_cost(shape: ModelShape, prompt_tokens: int, **widths: float) -> PassCost:
+    """The prompt in one pass; only its last position goes through the LM head."""
+    return pass_cost(shape, prompt_tokens, 0, **widths)
+
+
+def decode_cost(shape: ModelShape, context: int, **widths: float) -> PassCost:
+    """One new token with `context` tokens already in the KV cache."""
+    return pass_cost(shape, 1, context, **widths)
