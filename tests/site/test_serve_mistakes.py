@@ -14,7 +14,7 @@ import pytest
 
 from hooks.demos.blocks import KINDS
 
-from tests.site.test_serve_resilience import CHAPTER, CHAPTER_URL, ServedProject, fetch
+from tests.site.test_serve_resilience import CHAPTER, CHAPTER_URL, ServedProject, fetch, serving
 
 BAD_BLOCK = "```demo\nkind: teleport\nprompt: hi\n```"
 BOX = 'class="pd-authoring-error"'
@@ -36,13 +36,8 @@ def box_messages(html: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedProject]:
-    project = ServedProject(tmp_path_factory.mktemp("serve-mistakes") / "project", extra_env={"PD_SWEEP": "quick"})
-    try:
-        if project.wait_for(CHAPTER_URL, lambda body: "data-pd-demo" in body, timeout=900) is None:
-            pytest.fail(f"mkdocs serve never served {CHAPTER_URL}:\n{project.log()[-4000:]}")
+    with serving(tmp_path_factory.mktemp("serve-mistakes") / "project") as project:
         yield project
-    finally:
-        project.stop()
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ linked in), so the test never touches the author's files.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -120,9 +121,10 @@ def invalid_edit(original: str, marker: str, block: str) -> str:
     return prose_edit(original, marker) + "\n" + block
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[ServedProject]:
-    project = ServedProject(tmp_path / "project", extra_env={"PD_SWEEP": "quick"})
+@contextlib.contextmanager
+def serving(root: Path) -> Iterator[ServedProject]:
+    """`mkdocs serve` of a project copy at root, once it serves the chapter with its demo; stopped after."""
+    project = ServedProject(root, extra_env={"PD_SWEEP": "quick"})
     try:
         # The first build may have to simulate (cold cache): give it time.
         if project.wait_for(CHAPTER_URL, lambda body: "data-pd-demo" in body, timeout=900) is None:
@@ -130,6 +132,12 @@ def served(tmp_path: Path) -> Iterator[ServedProject]:
         yield project
     finally:
         project.stop()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[ServedProject]:
+    with serving(tmp_path / "project") as project:
+        yield project
 
 
 def test_serve_survives_a_burst_of_edits_and_ends_on_the_last_valid_state(served: ServedProject) -> None:
