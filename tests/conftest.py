@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,3 +45,19 @@ def site_build(tmp_path_factory: pytest.TempPathFactory) -> SiteBuild:
 @pytest.fixture(scope="session")
 def built_site(site_build: SiteBuild) -> Path:
     return site_build.path
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's Chromium through Playwright, one per test session: every test that drives a page (the browser
+    tests and the serve tests) shares it, since Playwright's sync API cannot run twice in one process."""
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM}: run `apt-get install -y chromium` (see README)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()

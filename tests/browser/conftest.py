@@ -55,18 +55,6 @@ def site_url(built_site: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: run `apt-get install -y chromium` (see README)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
-
-
-@pytest.fixture(scope="session")
 def site_url_without_headers(built_site: Path) -> Iterator[str]:
     with StaticServer(built_site, send_headers=False) as server:
         yield server.url

@@ -111,36 +111,30 @@ def test_a_label_no_strings_file_has_shows_in_place_of_the_demos_that_need_it(se
 
 @pytest.mark.browser
 def test_in_the_open_tab_the_box_appears_within_seconds_and_the_fixed_file_shows_the_demo_again(
-        served, chapter, record_property) -> None:
-    from playwright.sync_api import sync_playwright
-
-    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
-
+        served, chapter, record_property, browser) -> None:
     original = chapter.read_text(encoding="utf-8")
     text, line = with_bad_block(original)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.goto(served.url + CHAPTER_URL)
-            demos = page.locator(".pd-demo").count()
-            assert demos >= 1 and page.locator(".pd-authoring-error").count() == 0
+    page = browser.new_page()
+    try:
+        page.goto(served.url + CHAPTER_URL)
+        demos = page.locator(".pd-demo").count()
+        assert demos >= 1 and page.locator(".pd-authoring-error").count() == 0
 
-            saved = time.perf_counter()
-            chapter.write_text(text, encoding="utf-8")
-            box = page.get_by_role("alert").filter(has_text=f"docs/{CHAPTER}:{line}")
-            box.wait_for(state="visible", timeout=30_000)  # live reload: nobody touches the tab
-            seconds = time.perf_counter() - saved
-            assert "teleport" in box.inner_text() and "conversation, prefill" in box.inner_text()
-            assert page.get_by_text("pd-after-the-bad-block").is_visible(), "the rest of the page is not shown"
-            assert page.locator(".pd-demo").count() == demos
+        saved = time.perf_counter()
+        chapter.write_text(text, encoding="utf-8")
+        box = page.get_by_role("alert").filter(has_text=f"docs/{CHAPTER}:{line}")
+        box.wait_for(state="visible", timeout=30_000)  # live reload: nobody touches the tab
+        seconds = time.perf_counter() - saved
+        assert "teleport" in box.inner_text() and "conversation, prefill" in box.inner_text()
+        assert page.get_by_text("pd-after-the-bad-block").is_visible(), "the rest of the page is not shown"
+        assert page.locator(".pd-demo").count() == demos
 
-            chapter.write_text(original, encoding="utf-8")
-            page.locator(".pd-authoring-error").wait_for(state="detached", timeout=30_000)
-            assert page.locator(".pd-demo").count() == demos
-            page.locator(".pd-demo").first.wait_for(state="visible")
-        finally:
-            browser.close()
+        chapter.write_text(original, encoding="utf-8")
+        page.locator(".pd-authoring-error").wait_for(state="detached", timeout=30_000)
+        assert page.locator(".pd-demo").count() == demos
+        page.locator(".pd-demo").first.wait_for(state="visible")
+    finally:
+        page.close()
     record_property("serve_mistake_shown_seconds", round(seconds, 2))
     print(f"\nmkdocs serve: save a bad block → its error box visible in the open tab: {seconds:.2f} s")
 
@@ -164,26 +158,20 @@ def test_serve_strict_still_stops_on_a_mistake(tmp_path: Path) -> None:
 
 
 @pytest.mark.browser
-def test_the_box_is_accessible_in_both_palettes(served, chapter) -> None:
-    from playwright.sync_api import sync_playwright
-
-    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+def test_the_box_is_accessible_in_both_palettes(served, chapter, browser) -> None:
     from tests.browser.test_quality_a11y import AXE, BLOCKING_IMPACTS
 
     if not AXE.exists():
         pytest.skip(f"axe-core not installed at {AXE}: run `cd .ci && npm ci` (CI does)")
     chapter.write_text(with_bad_block(chapter.read_text(encoding="utf-8"))[0], encoding="utf-8")
     assert served.wait_for(CHAPTER_URL, lambda body: BOX in body, timeout=120) is not None
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    for palette in ("light", "dark"):
+        page = browser.new_page(color_scheme=palette)
         try:
-            for palette in ("light", "dark"):
-                page = browser.new_page(color_scheme=palette)
-                page.goto(served.url + CHAPTER_URL)
-                page.evaluate(AXE.read_text(encoding="utf-8"))
-                violations = page.evaluate("""async () => (await axe.run({include: [['.pd-authoring-error']]},
-                    {resultTypes: ['violations']})).violations.map(v => ({id: v.id, impact: v.impact}))""")
-                assert not [v for v in violations if v["impact"] in BLOCKING_IMPACTS], (palette, violations)
-                page.close()
+            page.goto(served.url + CHAPTER_URL)
+            page.evaluate(AXE.read_text(encoding="utf-8"))
+            violations = page.evaluate("""async () => (await axe.run({include: [['.pd-authoring-error']]},
+                {resultTypes: ['violations']})).violations.map(v => ({id: v.id, impact: v.impact}))""")
+            assert not [v for v in violations if v["impact"] in BLOCKING_IMPACTS], (palette, violations)
         finally:
-            browser.close()
+            page.close()
