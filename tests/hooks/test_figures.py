@@ -1,4 +1,5 @@
-"""Figure builders: results in, Plotly figure structure out — traces, frame names, labels from strings."""
+"""Figure builders: results in, Plotly figure structure out — traces, frames and what each shows,
+labels from strings, and none of Plotly's own controls (the page's player is the only one)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from hooks.demos.blocks import Limits, parse_blocks, validate
 from hooks.demos.figures import decode, prefill, recap, roofline, timeline
+from hooks.demos.figures.common import BOTTOM
 from hooks.demos.kinds import BUILDERS
 from hooks.demos.strings import Strings
 
@@ -26,7 +28,10 @@ def axis_title(figure: dict, axis: str = "xaxis") -> str:
 def test_kv_heatmap_shows_k_and_v_side_by_side_and_fills_in_one_step(trace, strings: Strings):
     figure = prefill.kv_heatmap(trace, strings, SOURCE)
     assert [t["type"] for t in figure["data"]] == ["heatmap", "heatmap"]
-    assert [f["name"] for f in figure["frames"]] == ["empty", "full"]
+    # Every row is written in the one prefill pass: the figure holds them all, and the page's player
+    # fades both heatmaps in at once (no frames).
+    assert "frames" not in figure
+    assert [len(t["z"]) for t in figure["data"]] == [len(trace["kv_slice"]["k"])] * 2
     titles = [a["text"] for a in figure["layout"]["annotations"]]
     assert strings["prefill.k_title"] in titles and strings["prefill.v_title"] in titles
     assert axis_title(figure) == strings["prefill.axis_dim"]
@@ -55,40 +60,37 @@ def test_prefill_linear_work_grows_with_every_block_matrix_per_token_and_counts_
     assert attention_100 == 4 * m["layers"] * m["heads"] * m["head_dim"] * (100 * 101 // 2)
 
 
-def test_attention_heatmap_starts_empty_then_has_one_frame_per_decode_step_filling_row_by_row(
-        trace, strings: Strings):
+def test_attention_heatmap_holds_one_row_per_decode_step_for_the_player_to_uncover(trace, strings: Strings):
     figure = decode.attention(trace, strings, SOURCE)
     decode_steps = [s for s in trace["steps"] if s["phase"] == "decode"]
-    names = [f["name"] for f in figure["frames"]]
-    assert names == ["empty", *(f"step-{i}" for i in range(len(decode_steps)))]
-    empty = figure["frames"][0]["data"][0]["z"]
-    assert all(value is None for row in empty for value in row)
-    assert figure["layout"]["sliders"][0]["active"] == 0  # Plotly's own slider starts before step 1
-    assert len(figure["data"][0]["z"]) == len(decode_steps)  # every row, for the player to reveal
-    rows_per_frame = [len(f["data"][0]["y"]) for f in figure["frames"][1:]]
-    assert rows_per_frame == list(range(1, len(decode_steps) + 1))
+    z = figure["data"][0]["z"]
+    assert len(z) == len(decode_steps)  # every row, for the player to reveal
+    for row, step in zip(z, decode_steps, strict=True):
+        weights = [w for w in row if w is not None]
+        assert weights == pytest.approx(step["attention"]["weights"], abs=1e-3)
+    # No frames: the player moves a mask over the rows not decoded yet, hidden until it does.
+    assert "frames" not in figure
+    [mask] = figure["layout"]["shapes"]
+    assert mask["name"] == decode.MASK_SHAPE and mask["visible"] is False
     assert axis_title(figure) == strings["decode.axis_position"]
-    assert figure["layout"]["updatemenus"][0]["buttons"][0]["label"] == strings["common.play"]
 
 
-def test_attention_frames_are_thinned_for_long_answers():
-    frames = decode.kept_frames(200)
-    assert len(frames) <= decode.MAX_FRAMES + 1 and frames[0] == 0 and frames[-1] == 199
-
-
-def test_cache_vs_recompute_has_both_lines_and_a_frame_per_context(measurements, strings: Strings):
+def test_cache_vs_recompute_has_both_lines_over_every_context(measurements, strings: Strings):
     figure = decode.cache_vs_recompute(measurements.sweep(), strings, SOURCE)
     assert [t["name"] for t in figure["data"]] == [strings["decode.legend_recompute"], strings["decode.legend_cached"]]
-    assert [f["name"] for f in figure["frames"]] == [f"context-{c}" for c in (64, 128, 256, 512, 1024)]
+    assert [t["x"] for t in figure["data"]] == [[64, 128, 256, 512, 1024]] * 2
     assert figure["layout"]["yaxis"]["type"] == "log"
 
 
-def test_timeline_frames_are_named_source_bar_prompt_tokens(strings: Strings):
+def test_timeline_has_a_frame_per_source_and_prompt_length_said_as_data(strings: Strings):
     readouts = {"measured": {"128": {"ttft_ms": 10.0, "decode_ms_per_token": 5.0},
                              "512": {"ttft_ms": 40.0, "decode_ms_per_token": 5.5}},
                 "llama-3.1-8b/h100-sxm/fp16": {"128": {"ttft_ms": 1.0, "decode_ms_per_token": 2.0}}}
     figure = timeline.timeline(readouts, strings, SOURCE)
-    assert [f["name"] for f in figure["frames"]] == ["measured|128", "measured|512", "llama-3.1-8b/h100-sxm/fp16|128"]
+    assert [f["name"] for f in figure["frames"]] == ["0", "1", "2"]  # plain indices: the page never parses a name
+    assert figure["frame_keys"] == [{"source": "measured", "prompt_tokens": 128},
+                                    {"source": "measured", "prompt_tokens": 512},
+                                    {"source": "llama-3.1-8b/h100-sxm/fp16", "prompt_tokens": 128}]
     frame = figure["frames"][1]
     assert frame["data"][0]["x"] == [40.0]  # prefill block as long as TTFT, to scale
     assert len(frame["data"][1]["base"]) == timeline.ANSWER_TOKENS
@@ -103,7 +105,9 @@ def test_roofline_has_the_roof_and_both_phases_with_a_frame_per_prompt_length(me
     figure = roofline.roofline(result["machine"], points, strings, SOURCE)
     assert [t["name"] for t in figure["data"]] == [strings["roofline.legend_roof"], strings["common.phase_prefill"],
                                                    strings["common.phase_decode"]]
-    assert [f["name"] for f in figure["frames"]] == ["prompt-128", "prompt-512"]
+    assert [f["name"] for f in figure["frames"]] == ["0", "1"]
+    assert figure["frame_keys"] == [128, 512]
+    assert [f["data"][0]["x"] for f in figure["frames"]] == [[result["prefill"]["intensity"]]] * 2
     assert figure["layout"]["xaxis"]["type"] == "log" and figure["layout"]["yaxis"]["type"] == "log"
     assert max(figure["data"][0]["y"]) == pytest.approx(200.0)  # compute ceiling = peak GFLOP/s
 
@@ -152,18 +156,38 @@ def test_utilization_shows_one_source_at_a_time_with_a_frame_per_source(measurem
              "decode": result["prefill"]}]
     figure = roofline.utilization(rows, strings, SOURCE)
     assert [t["name"] for t in figure["data"]] == ["here"]
-    assert [f["name"] for f in figure["frames"]] == ["measured", "llama-3.1-8b/h100-sxm/fp16"]
+    assert [f["name"] for f in figure["frames"]] == ["0", "1"]
+    assert figure["frame_keys"] == ["measured", "llama-3.1-8b/h100-sxm/fp16"]
     assert [f["data"][0]["name"] for f in figure["frames"]] == ["here", "8B on H100"]
-    assert [step["label"] for step in figure["layout"]["sliders"][0]["steps"]] == ["here", "8B on H100"]
 
 
-def test_play_buttons_and_slider_sit_on_separate_rows_so_they_never_overlap(trace, strings: Strings):
-    layout = decode.attention(trace, strings, SOURCE)["layout"]
-    buttons, slider = layout["updatemenus"][0], layout["sliders"][0]
-    assert buttons["y"] == slider["y"] == 0 and buttons["yanchor"] == slider["yanchor"] == "top"
-    assert slider["pad"]["t"] >= buttons["pad"]["t"] + 32  # a whole button row above the slider's label
-    assert slider["x"] == 0 and slider["len"] == 1
-    assert layout["margin"]["b"] >= slider["pad"]["t"] + 80  # room for the slider and the source note
+def every_figure(measurements, strings: Strings, trace) -> list[dict]:
+    result = measurements.roofline()
+    points = {128: {"prefill": result["prefill"], "decode": result["decode"]}}
+    readouts = {"measured": {"128": {"ttft_ms": 10.0, "decode_ms_per_token": 5.0}}}
+    return [prefill.kv_heatmap(trace, strings, SOURCE), prefill.prefill_time(measurements.sweep(), trace["model"], strings, SOURCE),
+            decode.attention(trace, strings, SOURCE), decode.cache_vs_recompute(measurements.sweep(), strings, SOURCE),
+            timeline.timeline(readouts, strings, SOURCE), roofline.roofline(result["machine"], points, strings, SOURCE),
+            roofline.utilization([{"id": "measured", "label": "here", "prefill": result["prefill"],
+                                   "decode": result["decode"]}], strings, SOURCE),
+            recap.recap(measurements.sweep(), strings, SOURCE)]
+
+
+def test_no_figure_carries_plotly_controls_or_keeps_room_for_them(measurements, strings: Strings, trace):
+    """The page's player is the one set of controls: no Plotly play buttons or slider, nor the margin they took."""
+    for figure in every_figure(measurements, strings, trace):
+        layout = figure["layout"]
+        assert "updatemenus" not in layout and "sliders" not in layout, figure["label"]
+        assert layout["margin"]["b"] == BOTTOM, figure["label"]  # axis title and source note only
+        if "frames" in figure:  # what each frame shows is data; its name is only its index
+            assert [f["name"] for f in figure["frames"]] == [str(i) for i in range(len(figure["frame_keys"]))]
+
+
+def test_each_figure_names_itself_in_plain_text_for_the_page(measurements, strings: Strings, trace):
+    """`label` is the chart's accessible name: the title as written, markup and all, never entities."""
+    bad = hostile_strings(strings)
+    for figure in every_figure(measurements, bad, trace):
+        assert HOSTILE in figure["label"] and "&lt;" in figure["layout"]["title"]["text"]
 
 
 HOSTILE = "<a href='https://evil.example'>x</a><b>y</b> & <img src=x onerror=alert(1)>"
@@ -235,5 +259,5 @@ def test_the_browser_gets_the_trace_without_what_it_never_reads(measurements, st
 
 def test_figure_floats_keep_four_significant_digits(trace, strings: Strings):
     figure = prefill.kv_heatmap(trace, strings, SOURCE)
-    values = [v for row in figure["frames"][1]["data"][0]["z"] for v in row]
+    values = [v for row in figure["data"][0]["z"] for v in row]
     assert all(len(f"{abs(v):.10g}".replace(".", "").lstrip("0")) <= 4 for v in values if v)

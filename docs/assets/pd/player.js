@@ -1,6 +1,7 @@
-// The shared player: plays a recorded trace on its own clock (real milliseconds × a speed factor).
-// State lives in one object; every change goes through update(), which calls render(state).
-// `ticks[i]` is the recorded time (ms) at which token i+1 appears; `count` tokens are shown at `t`.
+// The shared player: plays a recorded trace on its own clock (real milliseconds × a speed factor), or
+// steps through a chart's frames (createStepper). It is the only set of controls a demo has: charts
+// carry none of Plotly's. State lives in one object; every change goes through update(), which calls
+// render(state). `ticks[i]` is the time (ms) at which item i+1 appears; `count` items are shown at `t`.
 import { h, icon, setAttr, setClass, setText } from "./dom.js";
 import { setPlaying } from "./schedule.js";
 
@@ -11,6 +12,8 @@ const VISIBLE_TOKEN_MS = 180;
 const LONGEST_PLAYBACK_MS = 20000;
 // Cap one animation frame's step so a backgrounded tab does not jump to the end.
 const MAX_FRAME_MS = 100;
+// A stepper shows each of its frames this long at 1×: long enough to read what changed.
+const STEP_MS = 800;
 
 /** Recorded time of each token; count tokens are visible at time t. */
 export function countAt(ticks, t) {
@@ -52,21 +55,31 @@ export function speedFromUrl() {
 /**
  * Build a player for `ticks` and wire it to `root` (the demo element, which gets keyboard handling).
  * render(state) is called after every change; describe(state) gives the text announced to screen readers.
+ * The scrubber runs from the count shown at t = 0 (0 on a recorded clock) to ticks.length. Optional:
+ * `start`, the count shown first (default: the end under reduced motion, else the start); `label`, a
+ * visible name for the scrubber with `valueText(state)` shown beside it (default: a hidden "progress"
+ * and "count / total"); `recorded` false when the clock is not a recording: no speed choice then (it
+ * offers real time and slow motion of a recording; a stepper's pace is its own).
  */
-export function createPlayer({ root, ticks, text, reducedMotion, render, describe }) {
+export function createPlayer({
+  root, ticks, text, reducedMotion, render, describe, start = null, label = null, valueText = null, recorded = true,
+}) {
   const total = ticks.length;
+  const first = countAt(ticks, 0);
   const duration = total ? ticks[total - 1] : 0;
-  const slow = slowMotionFactor(ticks);
+  const slow = recorded ? slowMotionFactor(ticks) : null;
   const forced = speedFromUrl();
+  const initial = Math.max(first, Math.min(total, start ?? (reducedMotion ? total : first)));
   const state = {
-    t: reducedMotion ? duration : 0,
-    count: reducedMotion ? total : 0,
+    t: timeOf(ticks, initial),
+    count: initial,
     total,
     duration,
     playing: false,
     speed: forced ?? slow ?? 1,
     reducedMotion,
   };
+  const shownValue = valueText || ((current) => `${current.count} / ${total}`);
 
   const playIcon = icon("play");
   const pauseIcon = icon("pause");
@@ -77,18 +90,19 @@ export function createPlayer({ root, ticks, text, reducedMotion, render, describ
   const restartButton = h("button", { type: "button", class: "pd-button", "aria-label": text("common.restart"), title: text("common.restart") }, icon("restart"));
   const scrubberId = `${root.id || "pd"}-scrubber`;
   const scrubber = h("input", {
-    type: "range", class: "pd-scrubber", id: scrubberId, min: 0, max: total, step: 1, value: state.count,
+    type: "range", class: "pd-scrubber", id: scrubberId, min: first, max: total, step: 1, value: state.count,
   });
+  const valueOutput = label ? h("output", { class: "pd-controls__value", for: scrubberId }) : null;
   const speedId = `${root.id || "pd"}-speed`;
   const speedSelect = h("select", { class: "pd-select", id: speedId });
   const factors = new Set(SPEEDS);
   if (slow) factors.add(slow);
   if (forced) factors.add(forced);
   for (const factor of [...factors].sort((a, b) => a - b)) {
-    const value = text("common.speed_value", { factor });
-    const label = factor === slow ? `${text("common.slow_motion")} (${value})`
-      : factor === 1 ? `${value} ${text("common.real_time")}` : value;
-    speedSelect.append(h("option", { value: factor, selected: factor === state.speed }, label));
+    const factorText = text("common.speed_value", { factor });
+    const name = factor === slow ? `${text("common.slow_motion")} (${factorText})`
+      : factor === 1 ? `${factorText} ${text("common.real_time")}` : factorText;
+    speedSelect.append(h("option", { value: factor, selected: factor === state.speed }, name));
   }
   const live = h("p", { class: "pd-visually-hidden", "aria-live": "polite", "aria-atomic": "true" });
 
@@ -96,8 +110,9 @@ export function createPlayer({ root, ticks, text, reducedMotion, render, describ
     reducedMotion ? null : playButton,
     backButton, forwardButton, restartButton,
     h("label", { class: "pd-controls__scrub", for: scrubberId },
-      h("span", { class: "pd-visually-hidden", text: text("common.scrubber") }), scrubber),
-    reducedMotion ? null : h("label", { class: "pd-controls__speed", for: speedId },
+      h("span", label ? { class: "pd-controls__label", text: label } : { class: "pd-visually-hidden", text: text("common.scrubber") }),
+      scrubber, valueOutput),
+    reducedMotion || !recorded ? null : h("label", { class: "pd-controls__speed", for: speedId },
       h("span", { text: text("common.speed") }), speedSelect),
     live);
 
@@ -117,8 +132,9 @@ export function createPlayer({ root, ticks, text, reducedMotion, render, describ
     setClass(playIcon, "pd-icon--off", state.playing);
     setClass(pauseIcon, "pd-icon--off", !state.playing);
     if (scrubber.value !== String(state.count)) scrubber.value = String(state.count);
-    setAttr(scrubber, "aria-valuetext", `${state.count} / ${total}`);
-    backButton.disabled = state.count === 0;
+    setAttr(scrubber, "aria-valuetext", shownValue(state));
+    if (valueOutput) setText(valueOutput, shownValue(state));
+    backButton.disabled = state.count === first;
     forwardButton.disabled = state.count === total;
     root.dataset.pdState = state.playing ? "playing" : state.count === total ? "ended" : "paused";
     root.dataset.pdCount = String(state.count);
@@ -140,7 +156,7 @@ export function createPlayer({ root, ticks, text, reducedMotion, render, describ
 
   function play() {
     if (reducedMotion || state.playing || !total) return;
-    const from = state.count === total ? 0 : state.t;
+    const from = state.count === total ? timeOf(ticks, first) : state.t;
     lastNow = performance.now();
     update({ t: from, playing: true });
     frame = requestAnimationFrame(tick);
@@ -156,7 +172,7 @@ export function createPlayer({ root, ticks, text, reducedMotion, render, describ
 
   function seek(count) {
     cancelAnimationFrame(frame);
-    const clamped = Math.max(0, Math.min(total, count));
+    const clamped = Math.max(first, Math.min(total, count));
     update({ t: timeOf(ticks, clamped), playing: false });
     announce();
   }
@@ -193,4 +209,14 @@ export function createPlayer({ root, ticks, text, reducedMotion, render, describ
 
   update({});
   return { controls, state, play, pause, seek, update };
+}
+
+/**
+ * A player over `frames` frames of a chart instead of a recording: count 1…frames, the frame index is
+ * count - 1, each frame shown STEP_MS at 1×. Takes createPlayer's options but `ticks`; `start` is a
+ * frame index here.
+ */
+export function createStepper({ frames, start = null, ...options }) {
+  const ticks = Array.from({ length: frames }, (_, i) => i * STEP_MS);
+  return createPlayer({ ...options, ticks, start: start === null ? null : start + 1, recorded: false });
 }

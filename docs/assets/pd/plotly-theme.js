@@ -1,5 +1,7 @@
 // Material's light/dark palette applied to Plotly figures, and a watcher for palette changes.
-// Figures are built in Python without page colours; the page decides them here.
+// Figures are built in Python without page colours; the page decides them here. They carry no Plotly
+// buttons or sliders (the page's player is their only control), so text, axes and hover labels are all
+// there is to theme.
 
 const SCHEME_ATTRIBUTES = ["data-md-color-scheme", "data-md-color-media"];
 
@@ -20,12 +22,9 @@ export function readPalette(scheme = null) {
   };
   const palette = {
     text: resolve("--md-default-fg-color"),
-    textLight: resolve("--md-default-fg-color--light"),
     line: resolve("--md-default-fg-color--lighter"),
     grid: resolve("--md-default-fg-color--lightest"),
     background: resolve("--md-default-bg-color"),
-    panel: resolve("--md-code-bg-color"),
-    accent: resolve("--md-accent-fg-color"),
     font: getComputedStyle(document.body).fontFamily,
   };
   host.remove();
@@ -66,19 +65,6 @@ export function themeUpdate(layout, palette, data = []) {
     // Chinese tick labels run wider than the figure's margins assume: let Plotly make room.
     update[`${key}.automargin`] = true;
   }
-  (layout.updatemenus || []).forEach((_, i) => {
-    update[`updatemenus[${i}].bgcolor`] = palette.panel;
-    update[`updatemenus[${i}].bordercolor`] = palette.line;
-    update[`updatemenus[${i}].font.color`] = palette.text;
-  });
-  (layout.sliders || []).forEach((_, i) => {
-    update[`sliders[${i}].bgcolor`] = palette.panel;
-    update[`sliders[${i}].bordercolor`] = palette.line;
-    update[`sliders[${i}].activebgcolor`] = palette.accent;
-    update[`sliders[${i}].tickcolor`] = palette.line;
-    update[`sliders[${i}].font.color`] = palette.text;
-    update[`sliders[${i}].currentvalue.font.color`] = palette.text;
-  });
   (layout.annotations || []).forEach((_, i) => {
     update[`annotations[${i}].font.color`] = palette.text;
   });

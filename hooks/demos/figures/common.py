@@ -1,8 +1,12 @@
-"""What every demo figure shares: a theme-neutral layout, the source note, animation controls, JSON.
+"""What every demo figure shares: a theme-neutral layout, the source note, frames, JSON.
 
 No light/dark colours are fixed here: backgrounds are transparent and the font colour is left to the
 browser, which re-themes figures with Plotly.relayout when Material's palette changes. The trace colours
 (Material indigo and deep orange, plus mid tones) read on white, on slate and on paper.
+
+No figure carries Plotly's own play buttons or slider: the page's player is the one set of controls and
+drives the frames (docs/assets/pd/charts.js). Frames are named by their index ("0", "1", …); what each
+one shows travels beside them as data (`frame_keys`), so the browser never parses a name.
 """
 
 from __future__ import annotations
@@ -13,25 +17,17 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from hooks.demos.strings import Strings
-
 COLORWAY = ["#5c6bc0", "#ff7043", "#26a69a", "#ab47bc", "#8d6e63", "#42a5f5"]
 DIVERGING = "RdBu_r"  # zero in the middle; both ends stay visible on light and dark backgrounds
-FRAME_MS = 500
-# Under an animated plot: axis ticks and title, then a row with Plotly's play/pause buttons, then the
-# slider on its own full-width row (its current-value label above the rail), then the source note.
-# Stacked rows cannot overlap at any width, unlike buttons beside the slider's label.
-BUTTONS_TOP = 68
-SLIDER_TOP = BUTTONS_TOP + 36
-CONTROLS_BOTTOM = 224
 TOP = 100  # title row, then up to three rows of legend above the plot
+BOTTOM = 88  # axis ticks and title under the plot, then the source note
 
 
-# Keys whose string values Plotly shows as (pseudo-HTML) text: titles, names, ticks, slider and
-# button labels, hover data, category names on x and y. Frame names and button args are identifiers.
-TEXT_KEYS = frozenset({"text", "name", "ticktext", "label", "prefix", "suffix", "customdata", "hovertemplate", "x", "y",
+# Keys whose string values Plotly shows as (pseudo-HTML) text: titles, names, ticks, hover data,
+# category names on x and y.
+TEXT_KEYS = frozenset({"text", "name", "ticktext", "prefix", "suffix", "customdata", "hovertemplate", "x", "y",
                        "texttemplate"})
-SKIPPED_KEYS = frozenset({"args", "meta"})
+SKIPPED_KEYS = frozenset({"meta"})
 # The only markup the builders themselves put in hover templates.
 OWN_MARKUP = {"&lt;br&gt;": "<br>", "&lt;extra&gt;&lt;/extra&gt;": "<extra></extra>"}
 SIGNIFICANT_DIGITS = 4
@@ -59,16 +55,16 @@ def _escaped(value: Any, key: str) -> Any:
     return value
 
 
-def escape_labels(node: Any, *, frame_level: bool = False) -> Any:
+def escape_labels(node: Any) -> Any:
     """Escape every label string in a figure dict, in place (titles, axis titles, legend names,
-    annotations, hover templates, tick and slider text). Builders pass raw strings; this is the one
-    place they become Plotly text."""
+    annotations, hover templates, tick text). Builders pass raw strings; this is the one place they
+    become Plotly text."""
     if isinstance(node, list):
         for item in node:
-            escape_labels(item, frame_level=frame_level)
+            escape_labels(item)
     elif isinstance(node, dict):
         for key, value in node.items():
-            if key in SKIPPED_KEYS or (frame_level and key == "name"):
+            if key in SKIPPED_KEYS:
                 continue
             if key in TEXT_KEYS and not isinstance(value, dict):
                 node[key] = _escaped(value, key)
@@ -88,12 +84,8 @@ def round_floats(node: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:
     return node
 
 
-def base_layout(title: str, source: str, *, height: int = 380, animated: bool = False) -> dict[str, Any]:
-    """Layout every figure starts from; `source` is printed under the plot (figures travel alone).
-
-    Animated figures keep room under the plot for Plotly's play buttons and, on the row below, the slider.
-    """
-    bottom = CONTROLS_BOTTOM if animated else 88
+def base_layout(title: str, source: str, *, height: int = 380) -> dict[str, Any]:
+    """Layout every figure starts from; `source` is printed under the plot (figures travel alone)."""
     return {
         "template": "none",
         # The title sits at the very top; the legend (which wraps into rows on a phone) gets the rest of
@@ -103,52 +95,37 @@ def base_layout(title: str, source: str, *, height: int = 380, animated: bool = 
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
         "colorway": COLORWAY,
-        "height": height + (TOP - 56) + (CONTROLS_BOTTOM - 88 if animated else 0),
-        "margin": {"l": 64, "r": 24, "t": TOP, "b": bottom},
+        "height": height + (TOP - 56),
+        "margin": {"l": 64, "r": 24, "t": TOP, "b": BOTTOM},
         "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1},
         "font": {"family": "system-ui, -apple-system, 'Segoe UI', 'Noto Sans CJK SC', 'PingFang SC', sans-serif",
                  "size": 13},
         # to_dict() prints the source under the plot (after subplot titles, which are annotations too).
-        "meta": {"source": source, "source_offset": 8 - bottom},
+        "meta": {"source": source},
     }
 
 
-def animation_controls(frame_names: list[str], step_labels: list[str], strings: Strings,
-                       *, prefix: str = "") -> dict[str, Any]:
-    """Plotly's own play/pause buttons and a slider over the named frames (labels from strings)."""
-    frame_args = {"frame": {"duration": FRAME_MS, "redraw": True}, "mode": "immediate",
-                  "transition": {"duration": 0}}
-    return {
-        "updatemenus": [{
-            "type": "buttons", "direction": "left", "showactive": False,
-            "x": 0, "xanchor": "left", "y": 0, "yanchor": "top", "pad": {"t": BUTTONS_TOP, "r": 8},
-            "buttons": [
-                {"label": strings["common.play"], "method": "animate", "args": [None, {**frame_args, "fromcurrent": True}]},
-                {"label": strings["common.pause"], "method": "animate",
-                 "args": [[None], {**frame_args, "frame": {"duration": 0, "redraw": False}}]},
-            ],
-        }],
-        "sliders": [{
-            "active": len(frame_names) - 1, "x": 0, "len": 1, "xanchor": "left", "y": 0, "yanchor": "top",
-            "pad": {"t": SLIDER_TOP, "l": 0, "r": 0}, "currentvalue": {"prefix": prefix},
-            "steps": [{"label": label, "method": "animate", "args": [[name], frame_args]}
-                      for name, label in zip(frame_names, step_labels, strict=True)],
-        }],
-    }
-
-
-def to_dict(figure: go.Figure, frames: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def to_dict(figure: go.Figure, frame_keys: list[Any] | None = None) -> dict[str, Any]:
     """The figure as plain JSON data for the demo file (plotly's own encoder, typed arrays as bdata),
-    with its source note added under the plot. `frames`, if given, are plain-data frames to ship instead
-    of the figure's own (validating dozens of big frames through plotly.graph_objects is slow)."""
+    with its source note added under the plot and its title as plain text in `label` (the chart's
+    accessible name: the browser sets it as an attribute, never as markup).
+
+    An animated figure's frames are named by their index; `frame_keys[i]` is what frame i shows (a
+    prompt length, a source id, …), the data the page looks a frame up by."""
     meta = figure.layout.meta or {}
     if meta.get("source"):
         figure.add_annotation(text=meta["source"], showarrow=False, xref="paper", yref="paper", x=0, y=0,
-                              yshift=meta["source_offset"], xanchor="left", yanchor="bottom", font={"size": 10},
-                              name="pd-source")
+                              yshift=8 - BOTTOM, xanchor="left", yanchor="bottom", font={"size": 10}, name="pd-source")
     data = json.loads(figure.to_json())
-    if frames is not None:
-        data["frames"] = frames
+    data["layout"].pop("meta", None)
+    data["label"] = data["layout"]["title"]["text"]
+    frames = data.get("frames") or []
+    if frame_keys is not None or frames:
+        if len(frame_keys or []) != len(frames):
+            raise ValueError(f"{len(frames)} frames but {len(frame_keys or [])} frame keys")
+        for index, frame in enumerate(frames):
+            frame["name"] = str(index)
+        data["frame_keys"] = frame_keys
     return finish(data)
 
 
@@ -157,6 +134,5 @@ def finish(data: dict[str, Any]) -> dict[str, Any]:
     data = round_floats(data)
     escape_labels(data.get("layout"))
     escape_labels(data.get("data"))
-    for frame in data.get("frames") or []:
-        escape_labels(frame, frame_level=True)
+    escape_labels(data.get("frames"))
     return data

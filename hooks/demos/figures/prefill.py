@@ -7,7 +7,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from hooks.demos.figures.common import DIVERGING, animation_controls, base_layout, to_dict
+from hooks.demos.figures.common import DIVERGING, base_layout, to_dict
 from hooks.demos.figures.flops import prefill_flops_split
 from hooks.demos.strings import Strings
 
@@ -18,9 +18,10 @@ def token_labels(tokens: list[dict[str, Any]]) -> list[str]:
 
 
 def kv_heatmap(trace: dict[str, Any], strings: Strings, source: str) -> dict[str, Any]:
-    """K and V of every prompt token (one layer, first dims) side by side; frames "empty" → "full".
+    """K and V of every prompt token (one layer, first dims) side by side.
 
-    Prefill writes every row in the same pass, so the animation has two states, not one per token.
+    Prefill writes every row in the same pass, so there are two states, not one per token: the page's
+    player shows the heatmaps once prefill has run (prefill.js fades them in; no frames needed).
     """
     kv = trace["kv_slice"]
     k, v = kv["k"], kv["v"]
@@ -28,30 +29,21 @@ def kv_heatmap(trace: dict[str, Any], strings: Strings, source: str) -> dict[str
     labels = token_labels(trace["prompt"]["tokens"])[: len(k)]
     dims = list(range(kv["dims"]))
     limit = max((abs(x) for row in k + v for x in row), default=1.0) or 1.0
-    empty = [[None] * len(dims) for _ in rows]
-
-    def heatmaps(k_z: list[list[Any]], v_z: list[list[Any]]) -> list[go.Heatmap]:
-        # zsmooth "fast": one pixel per cell, scaled by the browser — switching frames stays cheap.
-        common = {"x": dims, "y": rows, "coloraxis": "coloraxis", "zsmooth": "fast"}
-        return [go.Heatmap(z=k_z, name="K", **common), go.Heatmap(z=v_z, name="V", **common)]
-
     figure = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
                            subplot_titles=(strings["prefill.k_title"], strings["prefill.v_title"]))
-    for col, trace_ in enumerate(heatmaps(k, v), start=1):
-        figure.add_trace(trace_, row=1, col=col)
+    for col, (name, z) in enumerate((("K", k), ("V", v)), start=1):
+        # zsmooth "fast": one pixel per cell, scaled by the browser — fading in stays cheap.
+        figure.add_trace(go.Heatmap(z=z, name=name, x=dims, y=rows, coloraxis="coloraxis", zsmooth="fast"),
+                         row=1, col=col)
     title = strings.format("prefill.kv_heatmap_title", layer=kv["layer"], dims=kv["dims"])
     height = max(320, 18 * len(rows) + 160)
-    figure.update_layout(**base_layout(title, source, height=height, animated=True))
+    figure.update_layout(**base_layout(title, source, height=height))
     figure.update_layout(coloraxis={"colorscale": DIVERGING, "cmid": 0, "cmin": -limit, "cmax": limit,
-                                    "colorbar": {"title": {"text": strings["prefill.value"]}}},
-                         **animation_controls(["empty", "full"], [strings["prefill.frame_empty"],
-                                                                  strings["prefill.frame_full"]], strings))
+                                    "colorbar": {"title": {"text": strings["prefill.value"]}}})
     figure.update_yaxes(tickvals=rows, ticktext=labels, autorange="reversed", row=1, col=1)
     figure.update_yaxes(autorange="reversed", row=1, col=2)
     figure.update_xaxes(title_text=strings["prefill.axis_dim"])
     figure.update_yaxes(title_text=strings["prefill.axis_token"], row=1, col=1)
-    figure.frames = [go.Frame(name="empty", data=heatmaps(empty, empty), traces=[0, 1]),
-                     go.Frame(name="full", data=heatmaps(k, v), traces=[0, 1])]
     return to_dict(figure)
 
 

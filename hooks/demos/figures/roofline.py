@@ -8,7 +8,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from hooks.demos.figures.common import animation_controls, base_layout, to_dict
+from hooks.demos.figures.common import base_layout, to_dict
 from hooks.demos.strings import Strings
 
 
@@ -21,7 +21,8 @@ def roof(peak_gflops: float, peak_gbps: float, low: float = 0.05, high: float = 
 
 def roofline(peaks: dict[str, float], points: dict[int, dict[str, dict[str, float]]], strings: Strings,
              source: str) -> dict[str, Any]:
-    """`points[prompt_tokens]["prefill"|"decode"]` holds intensity and gflops; one frame per prompt length."""
+    """`points[prompt_tokens]["prefill"|"decode"]` holds intensity and gflops; one frame per prompt length
+    (shortest first; `frame_keys` holds the lengths), the figure itself shows the longest."""
     xs, ys = roof(peaks["peak_gflops"], peaks["peak_gbps"])
     lengths = sorted(points)
 
@@ -34,26 +35,22 @@ def roofline(peaks: dict[str, float], points: dict[int, dict[str, dict[str, floa
 
     roof_trace = go.Scatter(x=xs, y=ys, mode="lines", name=strings["roofline.legend_roof"],
                             line={"width": 3}, hoverinfo="skip")
-    names = [f"prompt-{n}" for n in lengths]
     figure = go.Figure(data=[roof_trace, *markers(lengths[-1])],
-                       frames=[go.Frame(name=name, data=markers(n), traces=[1, 2])
-                               for name, n in zip(names, lengths, strict=True)])
-    figure.update_layout(**base_layout(strings["roofline.title"], source, height=420, animated=True),
-                         **animation_controls(names, [f"{n:,}" for n in lengths], strings,
-                                              prefix=strings["roofline.slider_prefix"]))
+                       frames=[go.Frame(data=markers(n), traces=[1, 2]) for n in lengths])
+    figure.update_layout(**base_layout(strings["roofline.title"], source, height=420))
     all_x = xs + [p[ph]["intensity"] for p in points.values() for ph in ("prefill", "decode")]
     all_y = ys + [p[ph]["gflops"] for p in points.values() for ph in ("prefill", "decode")]
     figure.update_xaxes(title_text=strings["roofline.axis_intensity"], type="log",
                         range=[math.log10(min(all_x)) - 0.2, math.log10(max(all_x)) + 0.2])
     figure.update_yaxes(title_text=strings["roofline.axis_gflops"], type="log",
                         range=[math.log10(min(all_y)) - 0.3, math.log10(max(all_y)) + 0.3])
-    return to_dict(figure)
+    return to_dict(figure, frame_keys=lengths)
 
 
 def utilization(rows: list[dict[str, Any]], strings: Strings, source: str) -> dict[str, Any]:
     """Bars of compute and bandwidth utilisation of prefill and of decode, in percent, for ONE source at
-    a time: one frame per source (named by its id: "measured" or a projection id), switched by the
-    demo's hardware picker or by Plotly's own slider. `rows`: [{"id", "label", "prefill", "decode"}]."""
+    a time: one frame per source (`frame_keys`: "measured" or a projection id), switched by the demo's
+    hardware picker. `rows`: [{"id", "label", "prefill", "decode"}]."""
     categories = [strings["roofline.cat_prefill_compute"], strings["roofline.cat_prefill_bandwidth"],
                   strings["roofline.cat_decode_compute"], strings["roofline.cat_decode_bandwidth"]]
 
@@ -63,12 +60,7 @@ def utilization(rows: list[dict[str, Any]], strings: Strings, source: str) -> di
         return go.Bar(x=categories, y=[100 * v for v in values], name=row["label"], showlegend=True,
                       text=[f"{100 * v:.0f}%" for v in values], textposition="outside")
 
-    names = [row["id"] for row in rows]
-    figure = go.Figure(data=[bars(rows[0])], frames=[go.Frame(name=row["id"], data=[bars(row)], traces=[0])
-                                                     for row in rows])
-    figure.update_layout(**base_layout(strings["roofline.util_title"], source, height=400, animated=True),
-                         **animation_controls(names, [row["label"] for row in rows], strings,
-                                              prefix=strings["roofline.source_prefix"]))
-    figure.layout.sliders[0].active = 0
+    figure = go.Figure(data=[bars(rows[0])], frames=[go.Frame(data=[bars(row)], traces=[0]) for row in rows])
+    figure.update_layout(**base_layout(strings["roofline.util_title"], source, height=400))
     figure.update_yaxes(title_text=strings["roofline.axis_util"], range=[0, 115], ticksuffix="%")
-    return to_dict(figure)
+    return to_dict(figure, frame_keys=[row["id"] for row in rows])

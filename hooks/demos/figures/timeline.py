@@ -1,7 +1,7 @@
 """The timeline demo's figure: one request drawn to scale — the prefill block, then one tick per token.
 
-Frames are named "<source>|<prompt_tokens>" (source = "measured" or a projection id), so the player can
-switch both the prompt length and the source with Plotly.animate.
+One frame per source and prompt length; `frame_keys` says which is which ({"source": "measured" or a
+projection id, "prompt_tokens": n}), so the page animates to the frame of the reader's choice.
 """
 
 from __future__ import annotations
@@ -10,14 +10,10 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from hooks.demos.figures.common import animation_controls, base_layout, to_dict
+from hooks.demos.figures.common import base_layout, to_dict
 from hooks.demos.strings import Strings
 
 ANSWER_TOKENS = 32  # the timeline shows a 32-token answer at every prompt length
-
-
-def frame_name(source: str, prompt_tokens: int) -> str:
-    return f"{source}|{prompt_tokens}"
 
 
 def bars(ttft_ms: float, decode_ms: float, strings: Strings) -> list[go.Bar]:
@@ -33,27 +29,20 @@ def bars(ttft_ms: float, decode_ms: float, strings: Strings) -> list[go.Bar]:
 
 
 def timeline(readouts: dict[str, dict[str, dict[str, float]]], strings: Strings, source: str) -> dict[str, Any]:
-    """`readouts[source][str(prompt_tokens)]` holds ttft_ms and decode_ms_per_token for every frame."""
-    frames, frame_layouts = [], {}
+    """`readouts[source][str(prompt_tokens)]` holds ttft_ms and decode_ms_per_token for every frame; the
+    figure itself shows the build machine at its shortest prompt."""
+    frames, keys = [], []
     for source_id, by_length in readouts.items():
         for length, values in by_length.items():
-            name = frame_name(source_id, int(length))
             end = values["ttft_ms"] + ANSWER_TOKENS * values["decode_ms_per_token"]
-            frame_layouts[name] = {"xaxis": {"range": [0, end * 1.02]}}
-            frames.append(go.Frame(name=name, data=bars(values["ttft_ms"], values["decode_ms_per_token"], strings),
-                                   layout=frame_layouts[name]))
-    measured = readouts["measured"]
-    lengths = sorted(int(n) for n in measured)
-    first = measured[str(lengths[0])]
-    names = [frame_name("measured", n) for n in lengths]
-    figure = go.Figure(data=bars(first["ttft_ms"], first["decode_ms_per_token"], strings), frames=frames)
-    figure.update_layout(**base_layout(strings.format("timeline.title", tokens=ANSWER_TOKENS), source,
-                                       height=260, animated=True),
-                         barmode="overlay", showlegend=True,
-                         **animation_controls(names, [f"{n:,}" for n in lengths], strings,
-                                              prefix=strings["timeline.slider_prefix"]))
-    figure.layout.sliders[0].active = 0
-    figure.update_layout(frame_layouts[names[0]])
+            frames.append(go.Frame(data=bars(values["ttft_ms"], values["decode_ms_per_token"], strings),
+                                   layout={"xaxis": {"range": [0, end * 1.02]}}))
+            keys.append({"source": source_id, "prompt_tokens": int(length)})
+    first = keys.index({"source": "measured", "prompt_tokens": min(int(n) for n in readouts["measured"])})
+    figure = go.Figure(data=frames[first].data, frames=frames)
+    figure.update_layout(**base_layout(strings.format("timeline.title", tokens=ANSWER_TOKENS), source, height=260),
+                         barmode="overlay", showlegend=True)
+    figure.update_layout(frames[first].layout)
     figure.update_xaxes(title_text=strings["timeline.axis_time"], rangemode="tozero")
     figure.update_yaxes(showticklabels=False)
-    return to_dict(figure)
+    return to_dict(figure, frame_keys=keys)

@@ -2,7 +2,7 @@
 // every cached position (real weights) shows under the tokens; the top-5 candidates with their
 // probabilities, the chosen one marked; a chart of ms/token with the KV cache against full recompute.
 import { h, setAttr, setClass, setText, tokenChip } from "../dom.js";
-import { MASK, createChart, sliderIndex } from "../charts.js";
+import { MASK, createChart } from "../charts.js";
 import { createPlayer } from "../player.js";
 import { isIncomplete, keysHint, prepareStage, readout, shownSteps, ticksOf } from "../stage.js";
 import { answerView, phaseBadge, phaseOf, rolesLegend } from "../tokens.js";
@@ -13,40 +13,24 @@ const CANDIDATES = 5;
 const shownToken = (token) => (isIncomplete(token) ? token.bytes : token.text);
 
 /**
- * The attention heatmap's frame for `count` shown tokens. Frame "step-i" fills rows 0..i, row i being
- * the i-th decode step (trace step i+1); long answers keep only some frames, so take the latest kept
- * row not after the current one. Before any decode step, "empty" if the figure has it.
- */
-function attentionFrame(chart, count) {
-  const row = count - 2;
-  const kept = [...chart.frameNames].filter((name) => name.startsWith("step-"))
-    .map((name) => Number(name.slice(5))).filter((i) => i <= Math.max(row, 0));
-  if (row < 0 && chart.frameNames.has("empty")) return "empty";
-  return kept.length ? `step-${Math.max(...kept)}` : null;
-}
-
-/**
- * Frame `name` of the attention heatmap as a cheap update: the figure holds every row, and an opaque
- * mask in the chart's background colour covers the rows not decoded yet (null: nothing masked).
+ * The attention heatmap with its first `shownRows` rows showing, as a cheap update: the figure holds
+ * every row (row i is decode step i, the step that produced token i+2), and an opaque mask in the
+ * chart's background colour covers the rows not decoded yet.
  */
 function revealRows(figure) {
   const rows = figure.data?.[0]?.z?.length || 0;
-  return (name, { background }) => {
-    const shownRows = name === null ? rows : name === "empty" ? 0 : Number(name.slice(5)) + 1;
+  return (shownRows, { background }) => ({
     // The figure ships the mask as shapes[0]. Each step inserts the new mask before it and removes the
     // old one: Plotly draws that alone (~1 ms), while moving the old mask's y0 recomputes the whole
     // heatmap (60-90 ms measured here, a long task per token).
-    const relayout = {
+    relayout: {
       "shapes[0]": {
         type: "rect", xref: "paper", yref: "y", x0: 0, x1: 1, y0: shownRows - 0.5, y1: rows - 0.5,
         fillcolor: background, line: { width: 0 }, layer: "above", visible: shownRows < rows, name: MASK,
       },
       "shapes[1]": null,
-    };
-    const index = sliderIndex(figure, name);
-    if (index >= 0) relayout["sliders[0].active"] = index;
-    return { relayout };
-  };
+    },
+  });
 }
 
 /** One row per candidate: token, probability bar, percentage. */
@@ -101,8 +85,8 @@ export function mount(demo, data, { reducedMotion }) {
 
   const figures = data.figures || {};
   const attention = figures.attention
-    ? createChart(figures.attention, text, "decode.attention_title", { reveal: revealRows(figures.attention) }) : null;
-  const compare = figures.cache_vs_recompute ? createChart(figures.cache_vs_recompute, text, "decode.cache_title") : null;
+    ? createChart(figures.attention, text, { reveal: revealRows(figures.attention) }) : null;
+  const compare = figures.cache_vs_recompute ? createChart(figures.cache_vs_recompute, text) : null;
 
   stage.append(
     h("div", { class: "pd-status" }, counter, phase.node, elapsed, h("dl", { class: "pd-readouts" }, perToken.node)),
@@ -156,7 +140,7 @@ export function mount(demo, data, { reducedMotion }) {
     render(state) {
       phase.set(phaseOf(state));
       setText(elapsed, text("common.elapsed", { ms: format.ms(state.t) }));
-      if (attention) attention.animateTo(attentionFrame(attention, state.count), state);
+      attention?.show(Math.max(state.count - 1, 0)); // token 1 comes from prefill, each later one from a decode step
       if (state.count === lastCount) return;
       lastCount = state.count;
       const step = state.count > 0 ? steps[state.count - 1] : null;

@@ -2,27 +2,15 @@
 // fill together, the KV cache of this prompt is set beside a real 8B model's at 4k tokens, and a chart
 // shows measured prefill time against prompt length.
 import { h, meter, setText } from "../dom.js";
-import { createChart, sliderIndex } from "../charts.js";
+import { createChart } from "../charts.js";
 import { createPlayer } from "../player.js";
 import { keysHint, prepareStage, promptTokens, readout, shownSteps, ticksOf } from "../stage.js";
 import { answerView, partialLegend, phaseBadge, promptView, renderTurn, rolesLegend } from "../tokens.js";
 
-/** The heatmap frame for a token count: "empty"/"full" if the figure has them, else one per token. */
-function heatmapFrame(chart, count) {
-  if (chart.frameNames.has("full")) return count > 0 ? "full" : "empty";
-  const names = [...chart.frameNames];
-  return names[Math.min(count, names.length - 1)];
-}
-
-/** "empty"/"full" of the K and V heatmaps as a cheap update: both traces fade in (no redraw). */
+/** The K and V heatmaps as a cheap update: both traces fade in once prefill has written them (no redraw). */
 function revealHeatmaps(figure) {
   const traces = (figure.data || []).map((_, i) => i);
-  return (name) => {
-    const relayout = {};
-    const index = sliderIndex(figure, name);
-    if (index >= 0) relayout["sliders[0].active"] = index;
-    return { restyle: { opacity: name === "empty" ? 0 : 1 }, relayout, traces };
-  };
+  return (written) => ({ restyle: { opacity: written ? 1 : 0 }, traces });
 }
 
 /** The projected entry (8B model on a real GPU) the build chose for this demo, if any. */
@@ -58,10 +46,8 @@ export function mount(demo, data, { reducedMotion }) {
   })) : null;
 
   const figures = data.figures || {};
-  const heatmap = figures.kv_heatmap && figures.kv_heatmap.frames?.some((frame) => frame.name === "full")
-    ? createChart(figures.kv_heatmap, text, "prefill.title", { reveal: revealHeatmaps(figures.kv_heatmap) })
-    : figures.kv_heatmap ? createChart(figures.kv_heatmap, text, "prefill.title") : null;
-  const timing = figures.prefill_time ? createChart(figures.prefill_time, text, "prefill.time_title") : null;
+  const heatmap = figures.kv_heatmap ? createChart(figures.kv_heatmap, text, { reveal: revealHeatmaps(figures.kv_heatmap) }) : null;
+  const timing = figures.prefill_time ? createChart(figures.prefill_time, text) : null;
 
   stage.append(
     h("div", { class: "pd-bubble pd-bubble--user" },
@@ -101,7 +87,7 @@ export function mount(demo, data, { reducedMotion }) {
       cache.set(weights ? bytes / weights : state.count > 0 ? 1 : 0, text("common.kv_meter", {
         tokens: format.number(step ? step.kv_tokens : 0, 0), bytes: format.bytes(bytes),
       }));
-      if (heatmap) heatmap.animateTo(heatmapFrame(heatmap, state.count), state);
+      heatmap?.show(state.count > 0); // prefill writes every row at once, with the first token
     },
   });
   stage.append(player.controls, keysHint(demo, text));

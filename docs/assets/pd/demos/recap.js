@@ -5,5 +5,5 @@ import { prepareStage } from "../stage.js";
 export function mount(demo, data) {
   const { stage, text } = prepareStage(demo, data);
   const figure = data.figures?.recap;
-  if (figure) stage.append(createChart(figure, text, "recap.title").node);
+  if (figure) stage.append(createChart(figure, text).node);
 }
