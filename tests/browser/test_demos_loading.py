@@ -1,5 +1,5 @@
 """How the demos load: nothing heavy until the reader engages, charts drawn in the frame the player is
-on, Plotly's own controls laid out without overlaps, captions with their placeholders filled."""
+on (see also test_chart_driver.py), captions with their placeholders filled."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from tests.browser.test_demos import CHART_KINDS, PAGE_OF_KIND, TIMEOUT_MS, enga
 pytestmark = pytest.mark.browser
 
 PLOTLY = "assets/vendor/plotly.min.js"
-ANIMATED = [("decode", 0), ("decode", 1), ("prefill", 0), ("timeline", 0), ("roofline", 0), ("roofline", 1)]
 
 
 def test_a_page_that_is_only_loaded_fetches_no_chart_library_and_draws_nothing(open_page):
@@ -78,28 +77,6 @@ def test_hovering_rows_not_decoded_yet_shows_no_attention_weights(open_page):
     page.wait_for_function("el => (el.querySelector('.js-plotly-plot').layout.shapes || [])"
                            ".every(s => s.visible === false)", arg=chart.element_handle(), timeout=TIMEOUT_MS)
     assert hover_first_row() == 1  # every row decoded: the weights are the reader's to inspect
-    log.assert_clean()
-
-
-def boxes_overlap(a: dict, b: dict) -> bool:
-    return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and \
-        a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]
-
-
-@pytest.mark.parametrize("width", [1280, 375])
-@pytest.mark.parametrize("kind, index", ANIMATED)
-def test_plotly_play_buttons_never_cover_the_slider_label(open_page, width, kind, index):
-    page, log, demo = open_demo(open_page, "", kind, query="", viewport={"width": width, "height": 900})
-    chart = demo.locator(".pd-chart").nth(index)
-    chart.scroll_into_view_if_needed()
-    page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(), timeout=TIMEOUT_MS)
-    buttons = [b.bounding_box() for b in chart.locator(".updatemenu-button").all()]
-    label = chart.locator(".slider-group > text.slider-label").first.bounding_box()
-    rail = chart.locator(".slider-container .slider-rail-rect").first.bounding_box()
-    assert buttons and label and rail
-    for button in buttons:
-        assert not boxes_overlap(button, label), (button, label)
-        assert not boxes_overlap(button, rail), (button, rail)
     log.assert_clean()
 
 

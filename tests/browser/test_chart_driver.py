@@ -1,0 +1,166 @@
+"""One driver per chart, in a real browser and both languages: the page's player is each demo's only
+set of controls (one Play, one scrubber, none of Plotly's buttons or sliders, in either palette), and
+scrubbing or playing moves what the chart draws to the frame the player is on."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from hooks.demos.figures.timeline import ANSWER_TOKENS
+from tests.browser.test_demos import FAST, LANGS, TIMEOUT_MS, demo_data, open_demo, wait_for_state
+
+pytestmark = pytest.mark.browser
+
+PLAYED_KINDS = ["conversation", "prefill", "decode", "timeline", "roofline"]
+STILL_KINDS = ["recap"]  # one chart and nothing to play
+PLOTLY_CONTROLS = ".updatemenu-container, .updatemenu-button, .slider-container"
+UA_FACE = "rgb(239, 239, 239)"  # the browser's own button face: a control nobody styled
+
+
+def draw_every_chart(page, demo) -> None:
+    for chart in demo.locator(".pd-chart").all():
+        chart.scroll_into_view_if_needed()
+        page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(), timeout=TIMEOUT_MS)
+
+
+def eventually(page, measure, expected: float, tolerance: float) -> float:
+    """`measure()` once it is within `tolerance` of `expected` (a frame change is drawn asynchronously)."""
+    for _ in range(40):
+        value = measure()
+        if abs(value - expected) <= tolerance:
+            return value
+        page.wait_for_timeout(50)
+    return value
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("kind", PLAYED_KINDS + STILL_KINDS)
+def test_each_demo_has_one_play_button_and_one_scrubber_and_no_plotly_controls(open_page, lang, scheme, kind):
+    page, log, demo = open_demo(open_page, lang, kind, query="", color_scheme=scheme)
+    strings = demo_data(page, demo)["strings"]
+    draw_every_chart(page, demo)
+    played = 1 if kind in PLAYED_KINDS else 0
+    assert demo.get_by_role("button", name=strings["common.play"], exact=True).count() == played
+    assert demo.locator("input[type=range]").count() == played
+    assert demo.locator(PLOTLY_CONTROLS).count() == 0
+    # Every control there is follows the page's palette (Plotly's buttons were unstyled in the dark one).
+    for control in demo.locator("button, select").all():
+        background, colour = control.evaluate("el => [getComputedStyle(el).backgroundColor, getComputedStyle(el).color]")
+        assert background != UA_FACE, control.text_content()
+        if scheme == "dark":  # no white box and no black text on the dark page
+            assert background != "rgb(255, 255, 255)" and colour != "rgb(0, 0, 0)", (control.text_content(), background)
+    log.assert_clean()
+
+
+def plot_box(chart) -> dict:
+    return chart.locator(".nsewdrag").first.bounding_box()
+
+
+def prefill_share_drawn(chart) -> float:
+    """How much of the timeline's width the prefill block covers, as drawn."""
+    bar = chart.locator(".barlayer .trace").first.locator("path").first.bounding_box()
+    return bar["width"] / plot_box(chart)["width"]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_scrubbing_and_playing_the_timeline_draw_each_prompt_length_to_scale(open_page, lang):
+    page, log, demo = open_demo(open_page, lang, "timeline", query=FAST)
+    data = demo_data(page, demo)
+    chart = demo.locator(".pd-chart").first
+    draw_every_chart(page, demo)
+    lengths = sorted(int(n) for n in data["readouts"]["measured"])
+    strings = data["strings"]
+
+    def expected_share(source: str, length: int) -> float:
+        values = data["readouts"][source][str(length)]
+        return values["ttft_ms"] / (1.02 * (values["ttft_ms"] + ANSWER_TOKENS * values["decode_ms_per_token"]))
+
+    scrubber = demo.locator("input[type=range]")
+    for source in [o.get_attribute("value") for o in demo.locator("select option").all()][:2]:
+        demo.locator("select").select_option(source)
+        scrubber.focus()
+        page.keyboard.press("Home")
+        for index, length in enumerate(lengths):
+            if index:
+                page.keyboard.press("ArrowRight")
+            assert demo.locator(".pd-controls__value").text_content().replace(",", "") == str(length)
+            share = expected_share(source, length)
+            assert eventually(page, lambda: prefill_share_drawn(chart), share, 0.01) == pytest.approx(share, abs=0.01)
+
+    # Play runs through the lengths on the page's player and leaves the chart on the longest.
+    demo.locator("select").select_option("measured")
+    scrubber.focus()
+    page.keyboard.press("Home")
+    first = expected_share("measured", lengths[0])
+    assert eventually(page, lambda: prefill_share_drawn(chart), first, 0.01) == pytest.approx(first, abs=0.01)
+    demo.get_by_role("button", name=strings["common.play"], exact=True).click()
+    wait_for_state(page, demo, "ended")
+    assert demo.get_attribute("data-pd-length") == str(lengths[-1])
+    last = expected_share("measured", lengths[-1])
+    assert eventually(page, lambda: prefill_share_drawn(chart), last, 0.01) == pytest.approx(last, abs=0.01)
+    log.assert_clean()
+
+
+def prefill_point_drawn(chart) -> float:
+    """Where the prefill point sits across the roofline's plot, 0 at the left edge and 1 at the right."""
+    point = chart.locator(".scatterlayer .trace").nth(1).locator(".point").first.bounding_box()
+    box = plot_box(chart)
+    return (point["x"] + point["width"] / 2 - box["x"]) / box["width"]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_scrubbing_and_playing_the_roofline_move_the_prefill_point_to_each_prompt_length(open_page, lang):
+    page, log, demo = open_demo(open_page, lang, "roofline", query=FAST)
+    data = demo_data(page, demo)
+    figure = data["figures"]["roofline"]
+    chart = demo.locator(".pd-chart").first
+    draw_every_chart(page, demo)
+    low, high = figure["layout"]["xaxis"]["range"]  # log10 of the axis ends
+
+    def expected(index: int) -> float:
+        return (math.log10(figure["frames"][index]["data"][0]["x"][0]) - low) / (high - low)
+
+    lengths = figure["frame_keys"]
+    assert len(lengths) >= 2 and len({expected(i) for i in range(len(lengths))}) > 1
+    assert demo.get_attribute("data-pd-length") == str(lengths[-1])  # the longest prompt shows first
+    last = expected(len(lengths) - 1)
+    assert prefill_point_drawn(chart) == pytest.approx(last, abs=0.01)  # drawn straight in the player's frame
+    scrubber = demo.locator("input[type=range]")
+    scrubber.focus()
+    page.keyboard.press("Home")
+    for index, length in enumerate(lengths):
+        if index:
+            page.keyboard.press("ArrowRight")
+        assert demo.get_attribute("data-pd-length") == str(length)
+        assert eventually(page, lambda: prefill_point_drawn(chart), expected(index), 0.01) == \
+            pytest.approx(expected(index), abs=0.01)
+    page.keyboard.press("Home")
+    demo.get_by_role("button", name=data["strings"]["common.play"], exact=True).click()
+    wait_for_state(page, demo, "ended")
+    assert eventually(page, lambda: prefill_point_drawn(chart), last, 0.01) == pytest.approx(last, abs=0.01)
+    log.assert_clean()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_kv_heatmaps_show_once_the_player_has_run_prefill(open_page, lang):
+    page, log, demo = open_demo(open_page, lang, "prefill", query=FAST)
+    chart = demo.locator(".pd-chart").first
+    draw_every_chart(page, demo)
+
+    def drawn_opacity() -> float:
+        return min(float(o) for o in chart.locator(".heatmaplayer .hm image").evaluate_all(
+            "els => els.map(el => getComputedStyle(el).opacity)"))
+
+    assert drawn_opacity() == 0  # nothing prefilled yet: no K or V to show
+    demo.locator("[data-pd-stage]").focus()
+    page.keyboard.press("ArrowRight")
+    assert eventually(page, drawn_opacity, 1, 0) == 1
+    page.keyboard.press("Home")
+    assert eventually(page, drawn_opacity, 0, 0) == 0
+    demo.get_by_role("button", name=demo_data(page, demo)["strings"]["common.play"], exact=True).click()
+    wait_for_state(page, demo, "ended")
+    assert eventually(page, drawn_opacity, 1, 0) == 1
+    log.assert_clean()
