@@ -253,6 +253,11 @@ def prefill_crossover_tokens(model_id: str, device_id: str, dtype: str) -> int |
     return crossover_tokens(m, device, dtype, bits_per_weight(model_id, dtype))
 
 
+def projection_id(model_id: str, device_id: str, dtype: str) -> str:
+    """The one spelling of a projection's id, as demo blocks name it: "llama-3.1-8b/h100-sxm/fp16"."""
+    return f"{model_id}/{device_id}/{dtype}"
+
+
 def project_one(model_id: str, device_id: str, dtype: str, prompt_tokens: int) -> dict[str, Any]:
     """TTFT, per-token decode latency, TPS and KV-cache size for one model × device × dtype × prompt length."""
     m = load_data("models")["models"][model_id]
@@ -270,7 +275,7 @@ def project_one(model_id: str, device_id: str, dtype: str, prompt_tokens: int) -
     decode_worst = 1000 * decode_seconds(m, device, dtype, bits, prompt_tokens, pessimistic=True)
     memory_needed = weight_bytes(m, bits) + (prompt_tokens + 1) * kv_per_token
     return {
-        "id": f"{model_id}/{device_id}/{dtype}",
+        "id": projection_id(model_id, device_id, dtype),
         "model": model_id,
         "device": device_id,
         "dtype": dtype,

@@ -33,10 +33,6 @@ def trace_readouts(trace: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def projection_id(row: dict[str, Any]) -> str:
-    return f"{row['model']}/{row['device']}/{row['dtype']}"
-
-
 # How each storage precision is written for readers (llama.cpp's names for its quantizations).
 PRECISION_NAMES = {"fp16": "FP16", "bf16": "BF16", "fp32": "FP32", "q8_0": "Q8_0", "q4": "Q4_0", "q4_0": "Q4_0",
                    "q4_k_m": "Q4_K_M"}
@@ -55,7 +51,7 @@ def projection_label(projections: dict[str, Any], projection: str) -> str:
 
 def projection_rows(projections: dict[str, Any], wanted: str) -> list[dict[str, Any]]:
     """Rows of one model/device/dtype id, by increasing prompt length."""
-    rows = [r for r in projections["projections"] if projection_id(r) == wanted]
+    rows = [r for r in projections["projections"] if r["id"] == wanted]
     return sorted(rows, key=lambda r: r["prompt_tokens"])
 
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from hooks.demos.blocks import Limits, parse_blocks, validate
+from hooks.demos.builders import BUILDERS
 from hooks.demos.figures import decode, prefill, recap, roofline, timeline
-from hooks.demos.kinds import BUILDERS
 from hooks.demos.strings import Strings
 
 SOURCE = "Measured on Test CPU (2 cores)"
@@ -84,10 +84,11 @@ def test_cache_vs_recompute_has_both_lines_and_a_frame_per_context(measurements,
 
 
 def test_timeline_frames_are_named_source_bar_prompt_tokens(strings: Strings):
-    readouts = {"measured": {"128": {"ttft_ms": 10.0, "decode_ms_per_token": 5.0},
-                             "512": {"ttft_ms": 40.0, "decode_ms_per_token": 5.5}},
-                "llama-3.1-8b/h100-sxm/fp16": {"128": {"ttft_ms": 1.0, "decode_ms_per_token": 2.0}}}
-    figure = timeline.timeline(readouts, strings, SOURCE)
+    sources = [{"id": "measured", "points": [{"prompt_tokens": 128, "ttft_ms": 10.0, "decode_ms_per_token": 5.0},
+                                             {"prompt_tokens": 512, "ttft_ms": 40.0, "decode_ms_per_token": 5.5}]},
+               {"id": "llama-3.1-8b/h100-sxm/fp16",
+                "points": [{"prompt_tokens": 128, "ttft_ms": 1.0, "decode_ms_per_token": 2.0}]}]
+    figure = timeline.timeline(sources, strings, SOURCE)
     assert [f["name"] for f in figure["frames"]] == ["measured|128", "measured|512", "llama-3.1-8b/h100-sxm/fp16|128"]
     frame = figure["frames"][1]
     assert frame["data"][0]["x"] == [40.0]  # prefill block as long as TTFT, to scale
@@ -98,8 +99,7 @@ def test_timeline_frames_are_named_source_bar_prompt_tokens(strings: Strings):
 
 def test_roofline_has_the_roof_and_both_phases_with_a_frame_per_prompt_length(measurements, strings: Strings):
     result = measurements.roofline()
-    points = {128: {"prefill": result["prefill"], "decode": result["decode"]},
-              512: {"prefill": result["prefill"], "decode": result["decode"]}}
+    points = [{"prompt_tokens": n, "prefill": result["prefill"], "decode": result["decode"]} for n in (128, 512)]
     figure = roofline.roofline(result["machine"], points, strings, SOURCE)
     assert [t["name"] for t in figure["data"]] == [strings["roofline.legend_roof"], strings["common.phase_prefill"],
                                                    strings["common.phase_decode"]]
@@ -130,19 +130,20 @@ def test_figures_carry_no_fixed_background_or_font_colour(measurements, strings:
 def test_every_kind_builds_demo_json_with_the_contract_fields(measurements, strings: Strings, kind, text):
     block = parse_blocks(f"```demo\n{text}\n```\n", "docs/zh/x.md")[0]
     validate(block, Limits("tiny", 8192, len, measurements.projection_ids()))
-    data = BUILDERS[kind](block, measurements, strings).data
+    demo = BUILDERS[kind](block, measurements, strings)
+    data = demo.data
     json.dumps(data, allow_nan=False)
-    assert data["schema"] == "prefill-decode-demo/1" and data["kind"] == kind and data["lang"] == strings.lang
-    assert data["source"]["measured"].startswith(strings["common.measured_on"].split("{")[0])
+    assert data["schema"] == "prefill-decode-demo/2" and data["kind"] == kind and data["lang"] == strings.lang
+    assert demo.context["source_measured"].startswith(strings["common.measured_on"].split("{")[0])
     assert all(key.split(".")[0] in ("common", kind) for key in data["strings"])
     expected = {"conversation": set(), "prefill": {"kv_heatmap", "prefill_time"},
                 "decode": {"attention", "cache_vs_recompute"}, "timeline": {"timeline"},
                 "roofline": {"roofline", "utilization"}, "recap": {"recap"}}[kind]
-    assert set(data["figures"]) == expected
+    assert set(data.get("figures", {})) == expected  # a kind without charts carries no "figures"
     if kind in ("conversation", "prefill", "decode"):
-        assert data["trace"]["schema"] == "prefill-decode-trace/1" and data["prompt"]["tokens"]
+        assert data["prompt"]["tokens"] and data["steps"] and data["answer"]["text"]
     if kind in ("timeline", "roofline"):
-        assert data["source"]["projected"]  # projected numbers name their spec sources
+        assert demo.context["source_projected"]  # projected numbers name their spec sources
 
 
 def test_utilization_shows_one_source_at_a_time_with_a_frame_per_source(measurements, strings: Strings):
@@ -222,15 +223,16 @@ def test_the_timeline_caption_names_its_answer_length(measurements, strings: Str
     assert "{" not in demo.context["title"] and str(timeline.ANSWER_TOKENS) in demo.context["title"]
 
 
-def test_the_browser_gets_the_trace_without_what_it_never_reads(measurements, strings: Strings):
+def test_the_browser_gets_the_recording_without_what_it_never_reads(measurements, strings: Strings):
     block = parse_blocks("```demo\nkind: conversation\nprompt: Hi\nmax_new_tokens: 3\n```\n", "docs/zh/x.md")[0]
     validate(block, Limits("tiny", 8192, len, measurements.projection_ids()))
-    trace = BUILDERS["conversation"](block, measurements, strings).data["trace"]
-    assert "kv_slice" not in trace and trace["answer"] and trace["prompt"]["tokens"]
-    assert all(set(step) <= {"index", "phase", "start_ms", "end_ms", "kv_tokens", "kv_bytes", "token"}
-               for step in trace["steps"])
-    ends = [step["end_ms"] for step in trace["steps"]]
+    data = BUILDERS["conversation"](block, measurements, strings).data
+    assert "trace" not in data and "kv_slice" not in json.dumps(data) and data["prompt"]["tokens"]
+    assert all(set(step) == {"end_ms", "kv_tokens", "kv_bytes", "token", "piece", "tps"} for step in data["steps"])
+    ends = [step["end_ms"] for step in data["steps"]]
     assert ends == sorted(ends)
+    # TPS as the build reports it at each step: none at prefill, then 1000 / the mean decode step so far.
+    assert data["steps"][0]["tps"] is None and all(step["tps"] > 0 for step in data["steps"][1:])
 
 
 def test_figure_floats_keep_four_significant_digits(trace, strings: Strings):

@@ -19,14 +19,14 @@ def roof(peak_gflops: float, peak_gbps: float, low: float = 0.05, high: float = 
     return xs, [min(peak_gflops, x * peak_gbps) for x in xs]
 
 
-def roofline(peaks: dict[str, float], points: dict[int, dict[str, dict[str, float]]], strings: Strings,
-             source: str) -> dict[str, Any]:
-    """`points[prompt_tokens]["prefill"|"decode"]` holds intensity and gflops; one frame per prompt length."""
+def roofline(peaks: dict[str, float], points: list[dict[str, Any]], strings: Strings, source: str) -> dict[str, Any]:
+    """`points`: the roofline measurement's, by increasing prompt length ({"prompt_tokens", "prefill",
+    "decode"}, each phase with intensity and gflops); one frame per prompt length."""
     xs, ys = roof(peaks["peak_gflops"], peaks["peak_gbps"])
-    lengths = sorted(points)
+    lengths = [point["prompt_tokens"] for point in points]
 
-    def markers(n: int) -> list[go.Scatter]:
-        return [go.Scatter(x=[points[n][phase]["intensity"]], y=[points[n][phase]["gflops"]],
+    def markers(point: dict[str, Any]) -> list[go.Scatter]:
+        return [go.Scatter(x=[point[phase]["intensity"]], y=[point[phase]["gflops"]],
                            mode="markers+text", text=[strings[f"common.phase_{phase}"]],
                            textposition="top center", marker={"size": 14, "symbol": symbol},
                            name=strings[f"common.phase_{phase}"])
@@ -35,14 +35,14 @@ def roofline(peaks: dict[str, float], points: dict[int, dict[str, dict[str, floa
     roof_trace = go.Scatter(x=xs, y=ys, mode="lines", name=strings["roofline.legend_roof"],
                             line={"width": 3}, hoverinfo="skip")
     names = [f"prompt-{n}" for n in lengths]
-    figure = go.Figure(data=[roof_trace, *markers(lengths[-1])],
-                       frames=[go.Frame(name=name, data=markers(n), traces=[1, 2])
-                               for name, n in zip(names, lengths, strict=True)])
+    figure = go.Figure(data=[roof_trace, *markers(points[-1])],
+                       frames=[go.Frame(name=name, data=markers(point), traces=[1, 2])
+                               for name, point in zip(names, points, strict=True)])
     figure.update_layout(**base_layout(strings["roofline.title"], source, height=420, animated=True),
                          **animation_controls(names, [f"{n:,}" for n in lengths], strings,
                                               prefix=strings["roofline.slider_prefix"]))
-    all_x = xs + [p[ph]["intensity"] for p in points.values() for ph in ("prefill", "decode")]
-    all_y = ys + [p[ph]["gflops"] for p in points.values() for ph in ("prefill", "decode")]
+    all_x = xs + [p[ph]["intensity"] for p in points for ph in ("prefill", "decode")]
+    all_y = ys + [p[ph]["gflops"] for p in points for ph in ("prefill", "decode")]
     figure.update_xaxes(title_text=strings["roofline.axis_intensity"], type="log",
                         range=[math.log10(min(all_x)) - 0.2, math.log10(max(all_x)) + 0.2])
     figure.update_yaxes(title_text=strings["roofline.axis_gflops"], type="log",

@@ -32,19 +32,19 @@ def bars(ttft_ms: float, decode_ms: float, strings: Strings) -> list[go.Bar]:
     ]
 
 
-def timeline(readouts: dict[str, dict[str, dict[str, float]]], strings: Strings, source: str) -> dict[str, Any]:
-    """`readouts[source][str(prompt_tokens)]` holds ttft_ms and decode_ms_per_token for every frame."""
+def timeline(sources: list[dict[str, Any]], strings: Strings, source: str) -> dict[str, Any]:
+    """`sources[i]["points"]` hold prompt_tokens, ttft_ms and decode_ms_per_token: one frame each."""
     frames, frame_layouts = [], {}
-    for source_id, by_length in readouts.items():
-        for length, values in by_length.items():
-            name = frame_name(source_id, int(length))
-            end = values["ttft_ms"] + ANSWER_TOKENS * values["decode_ms_per_token"]
+    for choice in sources:
+        for point in choice["points"]:
+            name = frame_name(choice["id"], point["prompt_tokens"])
+            end = point["ttft_ms"] + ANSWER_TOKENS * point["decode_ms_per_token"]
             frame_layouts[name] = {"xaxis": {"range": [0, end * 1.02]}}
-            frames.append(go.Frame(name=name, data=bars(values["ttft_ms"], values["decode_ms_per_token"], strings),
+            frames.append(go.Frame(name=name, data=bars(point["ttft_ms"], point["decode_ms_per_token"], strings),
                                    layout=frame_layouts[name]))
-    measured = readouts["measured"]
-    lengths = sorted(int(n) for n in measured)
-    first = measured[str(lengths[0])]
+    measured = sorted(sources[0]["points"], key=lambda point: point["prompt_tokens"])  # the build machine's
+    lengths = [point["prompt_tokens"] for point in measured]
+    first = measured[0]
     names = [frame_name("measured", n) for n in lengths]
     figure = go.Figure(data=bars(first["ttft_ms"], first["decode_ms_per_token"], strings), frames=frames)
     figure.update_layout(**base_layout(strings.format("timeline.title", tokens=ANSWER_TOKENS), source,

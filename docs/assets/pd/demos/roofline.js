@@ -4,20 +4,18 @@
 import { h, meter } from "../dom.js";
 import { createChart } from "../charts.js";
 import { prepareStage } from "../stage.js";
-import { sourceLabel } from "./timeline.js";
 
 const PHASES = ["prefill", "decode"];
 const KINDS = ["compute_utilization", "bandwidth_utilization"];
 
 export function mount(demo, data) {
   const { stage, text, format } = prepareStage(demo, data);
-  const readouts = data.readouts || {};
-  const sources = Object.keys(readouts).filter((key) => readouts[key]?.prefill && readouts[key]?.decode);
-  const state = { source: sources.includes("measured") ? "measured" : sources[0] };
+  const sources = new Map(data.sources.map((source) => [source.id, source]));
+  const state = { source: data.sources[0].id };  // the build machine's measurement comes first
 
   const id = demo.id || "pd-roofline";
   const select = h("select", { class: "pd-select", id: `${id}-source` },
-    ...sources.map((source) => h("option", { value: source }, sourceLabel(source, data, text))));
+    ...data.sources.map((source) => h("option", { value: source.id }, source.label)));
   select.value = state.source;
   const meters = {};
   const groups = PHASES.map((phase) => {
@@ -34,22 +32,22 @@ export function mount(demo, data) {
 
   stage.append(
     roofline?.node,
-    sources.length ? h("label", { class: "pd-field", for: `${id}-source` },
-      h("span", { text: text("roofline.hardware") }), select) : null,
+    h("label", { class: "pd-field", for: `${id}-source` },
+      h("span", { text: text("roofline.hardware") }), select),
     h("div", { class: "pd-charts", "aria-live": "polite" }, ...groups),
     utilization?.node,
   );
 
   function render() {
-    const values = readouts[state.source] || {};
+    const values = sources.get(state.source);
     for (const phase of PHASES) {
       for (const kind of KINDS) {
         const fraction = values[phase]?.[kind];
         meters[`${phase}.${kind}`].set(fraction, Number.isFinite(fraction) ? format.percent(fraction) : "–");
       }
     }
-    demo.dataset.pdSource = state.source || "";
-    utilization?.animateTo(state.source);
+    demo.dataset.pdSource = state.source;
+    utilization?.animateTo(values.frame);
   }
   select.addEventListener("change", () => {
     state.source = select.value;

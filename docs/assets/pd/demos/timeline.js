@@ -1,25 +1,16 @@
 // timeline (ttft-tps): a slider over the measured prompt lengths and a switch between the build machine
 // and projected model × hardware pairs; readouts for TTFT, TPS and per-token latency; the to-scale
-// timeline chart follows (frames named "<source>|<prompt_tokens>").
+// timeline chart follows (each point names the chart frame that draws it).
 import { h, setAttr, setText } from "../dom.js";
 import { createChart } from "../charts.js";
 import { prepareStage, readout } from "../stage.js";
 
-/** A source's name as the build wrote it ("Llama-3.1-8B · NVIDIA H100 SXM 80GB · FP16 (projected)"). */
-export function sourceLabel(source, data, text) {
-  if (data.sources?.[source]) return data.sources[source];
-  return source === "measured" ? text("common.measured_label") : source;
-}
-
 export function mount(demo, data) {
   const { stage, text, format } = prepareStage(demo, data);
-  const readouts = data.readouts || {};
-  const sources = Object.keys(readouts).filter((key) => readouts[key] && typeof readouts[key] === "object"
-    && Object.values(readouts[key]).some((entry) => entry && "ttft_ms" in entry));
-  const lengths = Object.keys(readouts.measured || readouts[sources[0]] || {})
-    .map(Number).filter(Number.isFinite).sort((a, b) => a - b);
-  const state = { source: sources.includes("measured") ? "measured" : sources[0], index: lengths.length - 1 };
-  if (lengths.includes(512)) state.index = lengths.indexOf(512);
+  // Every source has a point at each prompt length, in the same order; the build says where to start.
+  const sources = new Map(data.sources.map((source) => [source.id, source]));
+  const lengths = data.sources[0].points.map((point) => point.prompt_tokens);
+  const state = { source: data.start.source, index: lengths.indexOf(data.start.prompt_tokens) };
 
   const id = demo.id || "pd-timeline";
   const slider = h("input", {
@@ -28,7 +19,7 @@ export function mount(demo, data) {
   });
   const lengthText = h("output", { for: `${id}-length`, class: "pd-field__value" });
   const select = h("select", { class: "pd-select", id: `${id}-source` },
-    ...sources.map((source) => h("option", { value: source }, sourceLabel(source, data, text))));
+    ...data.sources.map((source) => h("option", { value: source.id }, source.label)));
   select.value = state.source;
 
   const ttft = readout(text("common.ttft"));
@@ -48,7 +39,7 @@ export function mount(demo, data) {
 
   function render() {
     const length = lengths[state.index];
-    const values = readouts[state.source]?.[String(length)] || {};
+    const values = sources.get(state.source).points[state.index];
     const lengthLabel = format.number(length, 0);
     setText(lengthText, lengthLabel);
     setAttr(slider, "aria-valuetext", lengthLabel);
@@ -57,7 +48,7 @@ export function mount(demo, data) {
     setText(perToken.value, format.ms(values.decode_ms_per_token));
     demo.dataset.pdSource = state.source;
     demo.dataset.pdLength = String(length);
-    chart?.animateTo(`${state.source}|${length}`);
+    chart?.animateTo(values.frame);
   }
 
   slider.addEventListener("input", () => {
