@@ -30,9 +30,6 @@ class CountingSimulator(NumpySimulator):
         self.calls.append(f"record:{prompt}")
         return super().record(prompt, **kwargs)
 
-    def machine(self) -> dict[str, Any]:
-        return {"cpu": "Test CPU", "cores": 2, "date": "2026-01-02"}
-
     def sweep(self, *, prompt_lengths: list[int], contexts: list[int], **_: Any) -> dict[str, Any]:
         self.calls.append("sweep")
         return {
@@ -41,7 +38,7 @@ class CountingSimulator(NumpySimulator):
                                for n in prompt_lengths],
             "cache_vs_recompute": [{"context": c, "cached_ms_per_token": 20.0, "recompute_ms_per_token": 2.0 * c}
                                    for c in contexts],
-            "machine": self.machine(),
+            "machine": {"cpu": "Test CPU", "cores": 2, "date": "2026-01-02"},
         }
 
     def roofline(self, *, prompt_tokens: int, **_: Any) -> dict[str, Any]:

@@ -65,7 +65,7 @@ CLAIMS: list[dict[str, Any]] = [
 def smollm2_config() -> Any:
     """SmolLM2-135M's shapes as a ModelConfig, from the cited models data (whatever model the build loads)."""
     from simulations.config import ModelConfig
-    from simulations.projections import load_data
+    from simulations.projection_data import load_data
 
     m = load_data("models")["models"][SHAPES_MODEL]
     return ModelConfig(name=m["name"], arch="llama", n_layers=m["layers"], d_model=m["d_model"], n_heads=m["heads"],
