@@ -18,10 +18,6 @@ from mkdocs.plugins import get_plugin_logger
 
 from hooks.demos.cache import ResultCache
 from hooks.demos.simulator import Progress, Simulator
-from simulations.projections import KV_REFERENCE_TOKENS  # the prefill demo's "KV cache at 4k tokens"
-
-__all__ = ["DEFAULT_CONTEXTS", "DEFAULT_PROJECTION", "DEFAULT_PROMPT_LENGTHS", "KV_REFERENCE_TOKENS",
-           "REFERENCE_PROMPT_TOKENS", "Measurements", "sweep_settings"]
 
 log = get_plugin_logger(__name__)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from hooks.demos import formatting as fmt
 from hooks.demos.blocks import DemoBlock
-from hooks.demos.readouts import source_names, trace_readouts
+from hooks.demos.readouts import trace_readouts
 from hooks.demos.strings import Strings
 
 SCHEMA = "prefill-decode-demo/2"  # hooks/demos/demo.schema.json
@@ -41,8 +41,9 @@ def measured_source(machine: dict[str, Any], model_name: str, strings: Strings) 
 
 
 def projected_source(rows: list[dict[str, Any]], strings: Strings) -> str | None:
-    names = source_names([s for row in rows for s in row.get("sources", [])])
-    return strings.format("common.projected_from", sources="; ".join(names)) if names else None
+    """The line naming the spec sources of projected rows (each cited as {id, title, url}), once each."""
+    titles = list(dict.fromkeys(source["title"] for row in rows for source in row["sources"]))
+    return strings.format("common.projected_from", sources="; ".join(titles)) if titles else None
 
 
 def fallback(block: DemoBlock, strings: Strings, *, measured: str, projected: str | None = None,

@@ -9,14 +9,10 @@ from hooks.demos import formatting as fmt
 from hooks.demos.blocks import DemoBlock
 from hooks.demos.builders.common import Demo, base, fallback, measured_source, projected_source, turn
 from hooks.demos.figures import prefill as prefill_figures
-from hooks.demos.measurements import (
-    DEFAULT_PROJECTION,
-    DEFAULT_PROMPT_LENGTHS,
-    KV_REFERENCE_TOKENS,
-    Measurements,
-)
+from hooks.demos.measurements import DEFAULT_PROJECTION, DEFAULT_PROMPT_LENGTHS, Measurements
 from hooks.demos.readouts import projection_at, projection_label, trace_readouts
 from hooks.demos.strings import Strings
+from simulations.projections import KV_REFERENCE_TOKENS  # "the KV cache at 4k tokens": the row carries it
 
 
 def reference_kv(projections: dict[str, Any], wanted: str) -> dict[str, Any] | None:
