@@ -7,7 +7,7 @@ import pytest
 
 from hooks.demos.blocks import Limits, parse_blocks, validate
 from hooks.demos.builders import BUILDERS
-from hooks.demos.builders.common import answer_notes, answer_parts, answer_pieces, prompt_summary
+from hooks.demos.builders.common import answer_notes, answer_parts, answer_pieces, prompt_summary, shown_steps
 from hooks.demos.readouts import precision_name, projection_label
 from hooks.demos.strings import Strings
 
@@ -71,6 +71,12 @@ def test_answer_tokens_that_are_no_whole_character_are_shown_as_their_bytes():
     assert parts(whole) == [{"text": "量"}]
     odd = trace_with(["user"], answer="Hello", steps=[step("Help", "48")])
     assert parts(odd) == [{"text": "Hello"}]  # pieces that do not spell the answer: the answer itself
+
+
+def test_the_end_of_turn_token_is_not_shown_but_a_token_at_the_limit_is():
+    steps = [{"token": token("Hi")}, {"token": token("<|im_end|>")}]
+    assert shown_steps(trace_with(["user"], steps=steps, stop="eos")) == steps[:1]
+    assert shown_steps(trace_with(["user"], steps=steps, stop="max_new_tokens")) == steps
 
 
 def test_projections_are_named_for_readers(measurements):
