@@ -51,17 +51,9 @@ function watchOnce() {
   watchPalette(retheme);
 }
 
-/** Plotly label text back to plain text: the build escapes labels as entities for Plotly. */
-function plainText(label) {
-  return label.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&#39;/g, "'")
-    .replace(/&amp;/g, "&");
-}
-
-/** The accessible name of a chart: the title its figure carries, else the strings key `fallbackKey`. */
+/** The accessible name of a chart: the plain title its figure carries, else the strings key `fallbackKey`. */
 function chartLabel(figure, text, fallbackKey) {
-  const title = figure?.layout?.title;
-  const value = typeof title === "string" ? title : title?.text;
-  return value ? plainText(value) : text(fallbackKey);
+  return figure?.label || text(fallbackKey);
 }
 
 /** The figure's data and layout as they are in frame `name` (the figure itself when name is null). */

@@ -149,7 +149,9 @@ def to_dict(figure: go.Figure, frames: list[dict[str, Any]] | None = None) -> di
     data = json.loads(figure.to_json())
     if frames is not None:
         data["frames"] = frames
-    return finish(data)
+    label = figure.layout.title.text
+    # The chart's accessible name, as plain text: the page sets it as an attribute, never as Plotly markup.
+    return {**finish(data), **({"label": label} if label else {})}
 
 
 def finish(data: dict[str, Any]) -> dict[str, Any]:
