@@ -246,7 +246,8 @@ def make_hostile(data: dict) -> dict:
     data["prompt"].update(text=HOSTILE, summary=HOSTILE)
     data["answer"].update(text=HOSTILE * len(data["steps"]), notes={"stopped": HOSTILE, "caveat": HOSTILE})
     for step in data["steps"]:
-        step["token"]["text"] = HOSTILE
+        if "token" in step:  # the decode demo's cache view
+            step["token"]["text"] = HOSTILE
         step["piece"] = {"text": HOSTILE}
         for candidate in step.get("top") or []:
             candidate["text"] = HOSTILE

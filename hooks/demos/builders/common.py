@@ -134,9 +134,11 @@ def answer_parts(pieces: list[dict[str, str]], exact: bool, answer: str) -> list
     return parts
 
 
-def turn(trace: dict[str, Any], strings: Strings, *, caveat: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+def turn(trace: dict[str, Any], strings: Strings, *, caveat: bool = True,
+         cache_bytes: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
     """The prompt, the answer and the shown steps as the JSON carries them (the kind adds its own step
-    fields), and the fallback's context made from the same data."""
+    fields; `cache_bytes`: each step's KV-cache size, for a demo with a cache meter), and the fallback's
+    context made from the same data."""
     steps = shown_steps(trace)
     pieces, exact = answer_pieces(steps, trace["answer"])
     prompt = {"text": trace["prompt"]["text"], "summary": prompt_summary(trace, strings),
@@ -144,9 +146,8 @@ def turn(trace: dict[str, Any], strings: Strings, *, caveat: bool = True) -> tup
               "tokens": [{key: token[key] for key in ("text", "partial", "bytes", "role") if key in token}
                          for token in trace["prompt"]["tokens"]]}
     notes = answer_notes(trace, strings, caveat=caveat)
-    shown = [{"end_ms": round(step["end_ms"], CLOCK_DECIMALS), "kv_tokens": step["kv_tokens"],
-              "kv_bytes": step["kv_bytes"], "piece": piece,
-              "token": {key: step["token"][key] for key in ("text", "partial", "bytes") if key in step["token"]}}
+    shown = [{"end_ms": round(step["end_ms"], CLOCK_DECIMALS), "kv_tokens": step["kv_tokens"], "piece": piece,
+              **({"kv_bytes": step["kv_bytes"]} if cache_bytes else {})}
              for step, piece in zip(steps, pieces, strict=True)]
     data = {"prompt": prompt, "answer": {"text": trace["answer"], "exact": exact, "notes": notes}, "steps": shown}
     context = {"prompt": prompt["text"], "prompt_summary": prompt["summary"], "notes": notes,

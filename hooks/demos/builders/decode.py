@@ -21,10 +21,11 @@ def build(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     sweep = m.sweep(contexts=block.options.get("contexts", DEFAULT_CONTEXTS))
     measured = measured_source(trace["machine"], trace["model"]["name"], strings)
     readouts = trace_readouts(trace)
-    data, context = turn(trace, strings)
+    data, context = turn(trace, strings, cache_bytes=False)  # its cache view counts tokens
     for shown, step in zip(data["steps"], shown_steps(trace), strict=True):
-        # The step's own time (the prefill step's is its TTFT), its candidates with the chosen one
-        # marked, and the weights its new token gave every cached position (none for prefill).
+        # The token (it joins the cache view), the step's own time (the prefill step's is its TTFT), its
+        # candidates with the chosen one marked, and the weights its token gave every cached position.
+        shown["token"] = {key: step["token"][key] for key in ("text", "partial", "bytes") if key in step["token"]}
         shown["ms"] = round(step["end_ms"] - step["start_ms"], 3)
         shown["top"] = [{"text": c["text"], "prob": c["prob"], "chosen": c["id"] == step["token"]["id"]}
                         for c in round_floats(step.get("top", []))]
