@@ -107,7 +107,8 @@ def build_side(m: Measurements, config: Any) -> dict[str, Any]:
     """The build machine's peaks and its prefill and decode at 512 tokens, as its roofline measured them."""
     result = m.roofline()
     peaks, prefill, decode = result["machine"], result["prefill"], result["decode"]
-    keep = ("compute_utilization", "bandwidth_utilization")  # what the comparison table shows of each phase
+    # What the page reads of each phase: its place on the roofline chart and its share of each ceiling.
+    keep = ("intensity", "gflops", "compute_utilization", "bandwidth_utilization")
     return {"model": m.simulator.model_name, "same_shapes": same_shapes(m.simulator.model_summary(), config),
             "prompt_tokens": result["prompt_tokens"],
             "peak_gflops": peaks["peak_gflops"], "peak_gbps": peaks["peak_gbps"],
