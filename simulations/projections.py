@@ -33,24 +33,8 @@ import statistics
 from typing import Any
 
 from . import cost
+from . import projection_data as sourced
 from .cost import ModelShape
-from .projection_data import (
-    bits_per_weight,
-    check_known,
-    check_published,
-    cite,
-    default_models,
-    device_bandwidth,
-    device_peak_flops,
-    device_sources,
-    is_uncertain,
-    load_data,
-    model_sources,
-    precision_of,
-    precision_sources,
-    projection_dtypes,
-    value,
-)
 
 KV_BYTES_PER_VALUE = 2  # fp16 KV cache
 KV_REFERENCE_TOKENS = 4096  # "the KV cache at 4k tokens"
@@ -111,8 +95,8 @@ def prefill_seconds(m: dict[str, Any], device: dict[str, Any], dtype: str, bits:
     return roofline_seconds(
         prefill_flops(m, prompt_tokens),
         prefill_bytes(m, bits, prompt_tokens),
-        device_peak_flops(device, dtype, pessimistic=pessimistic),
-        device_bandwidth(device, pessimistic=pessimistic),
+        sourced.device_peak_flops(device, dtype, pessimistic=pessimistic),
+        sourced.device_bandwidth(device, pessimistic=pessimistic),
     )
 
 
@@ -121,8 +105,8 @@ def decode_seconds(m: dict[str, Any], device: dict[str, Any], dtype: str, bits: 
     return roofline_seconds(
         decode_flops(m, context),
         decode_bytes(m, bits, context),
-        device_peak_flops(device, dtype, pessimistic=pessimistic),
-        device_bandwidth(device, pessimistic=pessimistic),
+        sourced.device_peak_flops(device, dtype, pessimistic=pessimistic),
+        sourced.device_bandwidth(device, pessimistic=pessimistic),
     )
 
 
@@ -133,7 +117,7 @@ def crossover_tokens(m: dict[str, Any], device: dict[str, Any], dtype: str, bits
     one token's KV cache, so once compute-bound a prefill stays so: a doubling then bisection search
     finds the first length. None if it is still memory-bound at LONGEST_PROMPT_SEARCHED tokens.
     """
-    peak, bandwidth = device_peak_flops(device, dtype), device_bandwidth(device)
+    peak, bandwidth = sourced.device_peak_flops(device, dtype), sourced.device_bandwidth(device)
 
     def compute_bound(tokens: int) -> bool:
         return prefill_flops(m, tokens) / peak >= prefill_bytes(m, bits, tokens) / bandwidth
@@ -156,9 +140,9 @@ def crossover_tokens(m: dict[str, Any], device: dict[str, Any], dtype: str, bits
 
 def prefill_crossover_tokens(model_id: str, device_id: str, dtype: str) -> int | None:
     """The smallest prompt length at which this model's prefill is compute-bound on this device."""
-    m = load_data("models")["models"][model_id]
-    device = load_data("accelerators")["devices"][device_id]
-    return crossover_tokens(m, device, dtype, bits_per_weight(model_id, dtype))
+    m = sourced.load_data("models")["models"][model_id]
+    device = sourced.load_data("accelerators")["devices"][device_id]
+    return crossover_tokens(m, device, dtype, sourced.bits_per_weight(model_id, dtype))
 
 
 def projection_id(model_id: str, device_id: str, dtype: str) -> str:
@@ -168,11 +152,11 @@ def projection_id(model_id: str, device_id: str, dtype: str) -> str:
 
 def project_one(model_id: str, device_id: str, dtype: str, prompt_tokens: int) -> dict[str, Any]:
     """TTFT, per-token decode latency, TPS and KV-cache size for one model × device × dtype × prompt length."""
-    m = load_data("models")["models"][model_id]
-    device = load_data("accelerators")["devices"][device_id]
-    bits = bits_per_weight(model_id, dtype)
-    memory = value(device["memory_bytes"])
-    peak, bandwidth = device_peak_flops(device, dtype), device_bandwidth(device)
+    m = sourced.load_data("models")["models"][model_id]
+    device = sourced.load_data("accelerators")["devices"][device_id]
+    bits = sourced.bits_per_weight(model_id, dtype)
+    memory = sourced.value(device["memory_bytes"])
+    peak, bandwidth = sourced.device_peak_flops(device, dtype), sourced.device_bandwidth(device)
     kv_per_token = kv_bytes_per_token(m)
     p_flops, p_bytes = prefill_flops(m, prompt_tokens), prefill_bytes(m, bits, prompt_tokens)
     d_flops, d_bytes = decode_flops(m, prompt_tokens), decode_bytes(m, bits, prompt_tokens)
@@ -187,13 +171,13 @@ def project_one(model_id: str, device_id: str, dtype: str, prompt_tokens: int) -
         "model": model_id,
         "device": device_id,
         "dtype": dtype,
-        "precision": precision_of(dtype),
+        "precision": sourced.precision_of(dtype),
         "bits_per_weight": bits,
         "prompt_tokens": prompt_tokens,
         "ttft_ms": ttft_ms,
         "decode_ms_per_token": decode_ms,
         "tps": 1000 / decode_ms,
-        "uncertain": is_uncertain(device),
+        "uncertain": sourced.is_uncertain(device),
         "ttft_ms_range": [ttft_ms, ttft_worst],
         "decode_ms_range": [decode_ms, decode_worst],
         "tps_range": [1000 / decode_worst, 1000 / decode_ms],
@@ -213,40 +197,42 @@ def project_one(model_id: str, device_id: str, dtype: str, prompt_tokens: int) -
         "memory_needed_bytes": memory_needed,
         "fits": memory_needed <= memory,
         "projected": True,
-        "sources": device_sources(device_id) + model_sources(model_id) + precision_sources(model_id, dtype),
+        "sources": (sourced.device_sources(device_id) + sourced.model_sources(model_id)
+                    + sourced.precision_sources(model_id, dtype)),
     }
 
 
 def devices_summary(device_ids: list[str]) -> dict[str, Any]:
-    devices = load_data("accelerators")["devices"]
+    devices = sourced.load_data("accelerators")["devices"]
     return {
         device_id: {
             "name": devices[device_id]["name"],
             "kind": devices[device_id]["kind"],
             "class": devices[device_id]["class"],
-            "uncertain": is_uncertain(devices[device_id]),
-            "memory_bytes": value(devices[device_id]["memory_bytes"]),
-            "bandwidth": device_bandwidth(devices[device_id]),
-            "bandwidth_low": device_bandwidth(devices[device_id], pessimistic=True),
-            "peak_flops": {dtype: device_peak_flops(devices[device_id], dtype) for dtype in projection_dtypes()},
-            "sources": device_sources(device_id),
+            "uncertain": sourced.is_uncertain(devices[device_id]),
+            "memory_bytes": sourced.value(devices[device_id]["memory_bytes"]),
+            "bandwidth": sourced.device_bandwidth(devices[device_id]),
+            "bandwidth_low": sourced.device_bandwidth(devices[device_id], pessimistic=True),
+            "peak_flops": {dtype: sourced.device_peak_flops(devices[device_id], dtype)
+                           for dtype in sourced.projection_dtypes()},
+            "sources": sourced.device_sources(device_id),
         }
         for device_id in device_ids
     }
 
 
 def models_summary(model_ids: list[str]) -> dict[str, Any]:
-    models = load_data("models")["models"]
+    models = sourced.load_data("models")["models"]
     shape_keys = ("layers", "d_model", "heads", "kv_heads", "head_dim", "d_ff", "vocab", "tied_embeddings")
     return {
         model_id: {
             "name": models[model_id]["name"],
             **{key: models[model_id][key] for key in shape_keys},
-            "params": value(models[model_id]["params"]),
+            "params": sourced.value(models[model_id]["params"]),
             "kv_bytes_per_token": kv_bytes_per_token(models[model_id]),
-            "weight_bytes": {dtype: weight_bytes(models[model_id], bits_per_weight(model_id, dtype))
-                             for dtype in projection_dtypes()},
-            "sources": model_sources(model_id),
+            "weight_bytes": {dtype: weight_bytes(models[model_id], sourced.bits_per_weight(model_id, dtype))
+                             for dtype in sourced.projection_dtypes()},
+            "sources": sourced.model_sources(model_id),
         }
         for model_id in model_ids
     }
@@ -258,15 +244,15 @@ def project(
     prompt_lengths: tuple[int, ...] = (128, 512, 2048, 4096),
 ) -> dict[str, Any]:
     """Roofline projections for every model × device × dtype × prompt length (combos that do not fit are kept, with fits: false)."""
-    model_ids = list(models) if models is not None else default_models()
-    device_ids = list(devices) if devices is not None else list(load_data("accelerators")["devices"])
-    check_known(model_ids, load_data("models")["models"], "model")
-    check_known(device_ids, load_data("accelerators")["devices"], "device")
+    model_ids = list(models) if models is not None else sourced.default_models()
+    device_ids = list(devices) if devices is not None else list(sourced.load_data("accelerators")["devices"])
+    sourced.check_known(model_ids, sourced.load_data("models")["models"], "model")
+    sourced.check_known(device_ids, sourced.load_data("accelerators")["devices"], "device")
     projections = [
         project_one(model_id, device_id, dtype, n)
         for model_id in model_ids
         for device_id in device_ids
-        for dtype in projection_dtypes()
+        for dtype in sourced.projection_dtypes()
         for n in prompt_lengths
     ]
     validation = validate()
@@ -291,14 +277,14 @@ def project(
 
 def validate() -> list[dict[str, Any]]:
     """Each published llama.cpp result beside the roofline bound for the same model, device, precision and length."""
-    data = load_data("accelerators")
-    models = load_data("models")
+    data = sourced.load_data("accelerators")
+    models = sourced.load_data("models")
     rows = []
     for result in data["published_results"]:
-        check_published(result)
+        sourced.check_published(result)
         model_id, device_id, dtype = result["model"], result["device"], result["precision"]
         m, device = models["models"][model_id], data["devices"][device_id]
-        bits = bits_per_weight(model_id, dtype)
+        bits = sourced.bits_per_weight(model_id, dtype)
         n = result["context_tokens"]
         if result["phase"] == "prefill":
             bound_tps = n / prefill_seconds(m, device, dtype, bits, n)
@@ -314,7 +300,7 @@ def validate() -> list[dict[str, Any]]:
                 "device_name": device["name"],
                 "device_class": device["class"],
                 "dtype": dtype,
-                "precision_name": models["precisions"][precision_of(dtype)]["name"],
+                "precision_name": models["precisions"][sourced.precision_of(dtype)]["name"],
                 "bits_per_weight": bits,
                 "phase": result["phase"],
                 "test": result["test"],
@@ -325,7 +311,7 @@ def validate() -> list[dict[str, Any]]:
                 "software": result["software"],
                 "date": result["date"],
                 "note": result.get("note", ""),
-                "source": cite(result["source"], data["sources"]),
+                "source": sourced.cite(result["source"], data["sources"]),
             }
         )
     return rows
