@@ -1,7 +1,7 @@
 """The timeline demo's figure: one request drawn to scale — the prefill block, then one tick per token.
 
-Frames are named "<source>|<prompt_tokens>" (source = "measured" or a projection id), so the player can
-switch both the prompt length and the source with Plotly.animate.
+One frame per source and prompt length, named by `frame_name`; the demo JSON carries each point's frame
+name as data (the browser never composes or parses one).
 """
 
 from __future__ import annotations
