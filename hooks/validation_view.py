@@ -11,6 +11,7 @@ from typing import Any
 
 from hooks.demos import formatting as fmt
 from hooks.demos.strings import Strings
+from simulations import projection_data
 from simulations import projections as pj
 
 CROSSOVER_MODEL = "llama-3.1-8b"  # the article's large model
@@ -35,10 +36,10 @@ def table_context(strings: Strings, lang: str) -> dict[str, Any]:
     model (smallest first), precision (widest first), prefill before decode. Columns: what was measured,
     the three numbers, then where it comes from (so the numbers stay in view on a laptop's screen)."""
     class_order = {device_class: i for i, device_class in enumerate(pj.DEVICE_CLASSES)}
-    device_order = {device_id: i for i, device_id in enumerate(pj.load_data("accelerators")["devices"])}
-    models = pj.load_data("models")["models"]
+    device_order = {device_id: i for i, device_id in enumerate(projection_data.load_data("accelerators")["devices"])}
+    models = projection_data.load_data("models")["models"]
     rows = sorted(pj.validate(), key=lambda r: (class_order[r["device_class"]], device_order[r["device"]],
-                                                 pj.value(models[r["model"]]["params"]), -r["bits_per_weight"],
+                                                 projection_data.value(models[r["model"]]["params"]), -r["bits_per_weight"],
                                                  r["phase"] != "prefill"))
     return {
         "part": "table",
@@ -92,8 +93,8 @@ def summary_context(strings: Strings, lang: str) -> dict[str, Any]:
 
 def crossover_context(strings: Strings, lang: str) -> dict[str, Any]:
     """For the article's large model, the shortest prompt whose prefill is compute-bound, per device and precision."""
-    models = pj.load_data("models")
-    devices = pj.load_data("accelerators")["devices"]
+    models = projection_data.load_data("models")
+    devices = projection_data.load_data("accelerators")["devices"]
 
     def tokens(device_id: str, dtype: str) -> str:
         found = pj.prefill_crossover_tokens(CROSSOVER_MODEL, device_id, dtype)
@@ -104,16 +105,16 @@ def crossover_context(strings: Strings, lang: str) -> dict[str, Any]:
         "caption": strings.format("validation.caption_crossover",
                                   model=model_label(models["models"][CROSSOVER_MODEL]["name"])),
         "headers": [strings["validation.col_device"],
-                    *(models["precisions"][dtype]["name"] for dtype in pj.PROJECTION_DTYPES)],
-        "rows": [{"device": device["name"], "cells": [tokens(device_id, dtype) for dtype in pj.PROJECTION_DTYPES]}
+                    *(models["precisions"][dtype]["name"] for dtype in projection_data.PROJECTION_DTYPES)],
+        "rows": [{"device": device["name"], "cells": [tokens(device_id, dtype) for dtype in projection_data.PROJECTION_DTYPES]}
                  for device_id, device in devices.items()],
     }
 
 
 def neural_engine_context(strings: Strings, lang: str) -> dict[str, Any]:
     """The Neural Engine's figures and projection from its best to its pessimistic end, as the data states them."""
-    device = pj.load_data("accelerators")["devices"][NEURAL_ENGINE]
-    model = pj.load_data("models")["models"][NEURAL_ENGINE_MODEL]
+    device = projection_data.load_data("accelerators")["devices"][NEURAL_ENGINE]
+    model = projection_data.load_data("models")["models"][NEURAL_ENGINE_MODEL]
     row = pj.project_one(NEURAL_ENGINE_MODEL, NEURAL_ENGINE, "fp16", NEURAL_ENGINE_PROMPT_TOKENS)
 
     def pair(format_one: Callable[[float], str], best: float, worst: float) -> list[str]:
@@ -137,11 +138,11 @@ def neural_engine_context(strings: Strings, lang: str) -> dict[str, Any]:
                     strings["validation.col_worst"]],
         "rows": [
             {"label": strings["validation.ane_peak"],
-             "cells": pair(tflops, pj.device_peak_flops(device, "fp16"),
-                           pj.device_peak_flops(device, "fp16", pessimistic=True))},
+             "cells": pair(tflops, projection_data.device_peak_flops(device, "fp16"),
+                           projection_data.device_peak_flops(device, "fp16", pessimistic=True))},
             {"label": strings["validation.ane_bandwidth"],
-             "cells": pair(gigabytes_per_s, pj.device_bandwidth(device),
-                           pj.device_bandwidth(device, pessimistic=True))},
+             "cells": pair(gigabytes_per_s, projection_data.device_bandwidth(device),
+                           projection_data.device_bandwidth(device, pessimistic=True))},
             {"label": strings["validation.ane_ttft"], "cells": pair(milliseconds, *row["ttft_ms_range"])},
             {"label": strings["validation.ane_decode"], "cells": pair(milliseconds, *row["decode_ms_range"])},
         ],

@@ -29,70 +29,17 @@ Conventions (kept deliberately simple and explicit):
 
 from __future__ import annotations
 
-import json
 import statistics
-from functools import cache
-from importlib import resources
 from typing import Any
 
 from . import cost
+from . import projection_data as sourced
 from .cost import ModelShape
 
-PROJECTION_DTYPES = ("fp16", "q8_0", "q4_0", "q4_k_m")
 KV_BYTES_PER_VALUE = 2  # fp16 KV cache
 KV_REFERENCE_TOKENS = 4096  # "the KV cache at 4k tokens"
 DEVICE_CLASSES = ("datacenter GPU", "consumer GPU", "Apple GPU", "NPU")
 LONGEST_PROMPT_SEARCHED = 1 << 24  # a prefill still memory-bound here never becomes compute-bound in practice
-
-
-@cache
-def load_data(name: str) -> dict[str, Any]:
-    """One of the sourced data files in simulations/data/ ('accelerators' or 'models')."""
-    text = resources.files("simulations").joinpath("data", f"{name}.json").read_text(encoding="utf-8")
-    return json.loads(text)
-
-
-def value(entry: Any, *, pessimistic: bool = False) -> float:
-    """The number of a sourced field ({"value": x, "source": ...}) or a plain number.
-
-    `pessimistic` takes the field's `low` end where the data gives one (an uncertain figure).
-    """
-    if isinstance(entry, dict):
-        if pessimistic and "low" in entry:
-            return value(entry["low"])
-        return float(entry["value"])
-    return float(entry)
-
-
-# --- precisions ------------------------------------------------------------------------------------
-
-
-def precision_of(dtype: str) -> str:
-    """The canonical precision of a name or alias ('q4' → 'q4_0'); unknown names list the allowed ones."""
-    models = load_data("models")
-    canonical = models["precision_aliases"].get(dtype, dtype)
-    if canonical not in models["precisions"]:
-        allowed = [*models["precisions"], *models["precision_aliases"]]
-        raise ValueError(f"unknown precision {dtype!r} — allowed: {', '.join(allowed)}")
-    return canonical
-
-
-def nominal_bits_per_weight(dtype: str) -> float:
-    return value(load_data("models")["precisions"][precision_of(dtype)]["bits_per_weight"])
-
-
-def bits_per_weight(model_id: str, dtype: str) -> float:
-    """Bits per weight of this model in this precision: a real GGUF file's if known, else the format's."""
-    file = load_data("models")["gguf_files"].get(f"{model_id}/{precision_of(dtype)}")
-    if file is None:
-        return nominal_bits_per_weight(dtype)
-    return file["size_gib"] * 2**30 * 8 / (file["params_billion"] * 1e9)
-
-
-def compute_rate_for(device: dict[str, Any], dtype: str) -> str:
-    """Which of the device's peak_flops entries a precision computes at (see the module docstring)."""
-    quantized = load_data("models")["precisions"][precision_of(dtype)]["quantized"]
-    return "int8" if quantized and "int8" in device["peak_flops"] else "fp16"
 
 
 # --- counting: the one cost model (simulations/cost.py), at the device's widths ---------------------
@@ -143,27 +90,13 @@ def bound(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> s
     return "compute" if flops / peak_flops >= nbytes / bandwidth else "memory"
 
 
-def device_peak_flops(device: dict[str, Any], dtype: str, *, pessimistic: bool = False) -> float:
-    return value(device["peak_flops"][compute_rate_for(device, dtype)], pessimistic=pessimistic)
-
-
-def device_bandwidth(device: dict[str, Any], *, pessimistic: bool = False) -> float:
-    return value(device["bandwidth_bytes_per_s"], pessimistic=pessimistic)
-
-
-def is_uncertain(device: dict[str, Any]) -> bool:
-    """True when a figure of the device is known only as a range (the data gives a `low` end)."""
-    entries = [device["bandwidth_bytes_per_s"], *device["peak_flops"].values()]
-    return any(isinstance(entry, dict) and "low" in entry for entry in entries)
-
-
 def prefill_seconds(m: dict[str, Any], device: dict[str, Any], dtype: str, bits: float, prompt_tokens: int,
                     *, pessimistic: bool = False) -> float:
     return roofline_seconds(
         prefill_flops(m, prompt_tokens),
         prefill_bytes(m, bits, prompt_tokens),
-        device_peak_flops(device, dtype, pessimistic=pessimistic),
-        device_bandwidth(device, pessimistic=pessimistic),
+        sourced.device_peak_flops(device, dtype, pessimistic=pessimistic),
+        sourced.device_bandwidth(device, pessimistic=pessimistic),
     )
 
 
@@ -172,8 +105,8 @@ def decode_seconds(m: dict[str, Any], device: dict[str, Any], dtype: str, bits: 
     return roofline_seconds(
         decode_flops(m, context),
         decode_bytes(m, bits, context),
-        device_peak_flops(device, dtype, pessimistic=pessimistic),
-        device_bandwidth(device, pessimistic=pessimistic),
+        sourced.device_peak_flops(device, dtype, pessimistic=pessimistic),
+        sourced.device_bandwidth(device, pessimistic=pessimistic),
     )
 
 
@@ -184,7 +117,7 @@ def crossover_tokens(m: dict[str, Any], device: dict[str, Any], dtype: str, bits
     one token's KV cache, so once compute-bound a prefill stays so: a doubling then bisection search
     finds the first length. None if it is still memory-bound at LONGEST_PROMPT_SEARCHED tokens.
     """
-    peak, bandwidth = device_peak_flops(device, dtype), device_bandwidth(device)
+    peak, bandwidth = sourced.device_peak_flops(device, dtype), sourced.device_bandwidth(device)
 
     def compute_bound(tokens: int) -> bool:
         return prefill_flops(m, tokens) / peak >= prefill_bytes(m, bits, tokens) / bandwidth
@@ -202,64 +135,28 @@ def crossover_tokens(m: dict[str, Any], device: dict[str, Any], dtype: str, bits
     return high
 
 
-# --- sources ---------------------------------------------------------------------------------------
-
-
-def _source_ids(entry: Any) -> set[str]:
-    """Every 'source' id named anywhere inside a data entry."""
-    if isinstance(entry, dict):
-        found = {entry["source"]} if isinstance(entry.get("source"), str) else set()
-        for child in entry.values():
-            found |= _source_ids(child)
-        return found
-    if isinstance(entry, list):
-        return set().union(*(_source_ids(child) for child in entry)) if entry else set()
-    return set()
-
-
-def _cite(source_id: str, sources: dict[str, Any]) -> dict[str, str]:
-    """A source as the output carries it: id, title, URL (and a short name for link texts, if the data has one)."""
-    cited = {"id": source_id, "title": sources[source_id]["title"], "url": sources[source_id]["url"]}
-    if "short" in sources[source_id]:
-        cited["short"] = sources[source_id]["short"]
-    return cited
-
-
-def device_sources(device_id: str) -> list[dict[str, str]]:
-    data = load_data("accelerators")
-    return [_cite(s, data["sources"]) for s in sorted(_source_ids(data["devices"][device_id]))]
-
-
-def model_sources(model_id: str) -> list[dict[str, str]]:
-    data = load_data("models")
-    return [_cite(s, data["sources"]) for s in sorted(_source_ids(data["models"][model_id]))]
-
-
-def precision_sources(model_id: str, dtype: str) -> list[dict[str, str]]:
-    """Where this model's bits per weight in this precision come from (its GGUF file, else the format)."""
-    data = load_data("models")
-    canonical = precision_of(dtype)
-    entry = data["gguf_files"].get(f"{model_id}/{canonical}", data["precisions"][canonical])
-    return [_cite(s, data["sources"]) for s in sorted(_source_ids(entry))]
-
-
 # --- projections -----------------------------------------------------------------------------------
 
 
 def prefill_crossover_tokens(model_id: str, device_id: str, dtype: str) -> int | None:
     """The smallest prompt length at which this model's prefill is compute-bound on this device."""
-    m = load_data("models")["models"][model_id]
-    device = load_data("accelerators")["devices"][device_id]
-    return crossover_tokens(m, device, dtype, bits_per_weight(model_id, dtype))
+    m = sourced.load_data("models")["models"][model_id]
+    device = sourced.load_data("accelerators")["devices"][device_id]
+    return crossover_tokens(m, device, dtype, sourced.bits_per_weight(model_id, dtype))
+
+
+def projection_id(model_id: str, device_id: str, dtype: str) -> str:
+    """The one spelling of a projection's id, as demo blocks name it: "llama-3.1-8b/h100-sxm/fp16"."""
+    return f"{model_id}/{device_id}/{dtype}"
 
 
 def project_one(model_id: str, device_id: str, dtype: str, prompt_tokens: int) -> dict[str, Any]:
     """TTFT, per-token decode latency, TPS and KV-cache size for one model × device × dtype × prompt length."""
-    m = load_data("models")["models"][model_id]
-    device = load_data("accelerators")["devices"][device_id]
-    bits = bits_per_weight(model_id, dtype)
-    memory = value(device["memory_bytes"])
-    peak, bandwidth = device_peak_flops(device, dtype), device_bandwidth(device)
+    m = sourced.load_data("models")["models"][model_id]
+    device = sourced.load_data("accelerators")["devices"][device_id]
+    bits = sourced.bits_per_weight(model_id, dtype)
+    memory = sourced.value(device["memory_bytes"])
+    peak, bandwidth = sourced.device_peak_flops(device, dtype), sourced.device_bandwidth(device)
     kv_per_token = kv_bytes_per_token(m)
     p_flops, p_bytes = prefill_flops(m, prompt_tokens), prefill_bytes(m, bits, prompt_tokens)
     d_flops, d_bytes = decode_flops(m, prompt_tokens), decode_bytes(m, bits, prompt_tokens)
@@ -270,17 +167,17 @@ def project_one(model_id: str, device_id: str, dtype: str, prompt_tokens: int) -
     decode_worst = 1000 * decode_seconds(m, device, dtype, bits, prompt_tokens, pessimistic=True)
     memory_needed = weight_bytes(m, bits) + (prompt_tokens + 1) * kv_per_token
     return {
-        "id": f"{model_id}/{device_id}/{dtype}",
+        "id": projection_id(model_id, device_id, dtype),
         "model": model_id,
         "device": device_id,
         "dtype": dtype,
-        "precision": precision_of(dtype),
+        "precision": sourced.precision_of(dtype),
         "bits_per_weight": bits,
         "prompt_tokens": prompt_tokens,
         "ttft_ms": ttft_ms,
         "decode_ms_per_token": decode_ms,
         "tps": 1000 / decode_ms,
-        "uncertain": is_uncertain(device),
+        "uncertain": sourced.is_uncertain(device),
         "ttft_ms_range": [ttft_ms, ttft_worst],
         "decode_ms_range": [decode_ms, decode_worst],
         "tps_range": [1000 / decode_worst, 1000 / decode_ms],
@@ -300,51 +197,42 @@ def project_one(model_id: str, device_id: str, dtype: str, prompt_tokens: int) -
         "memory_needed_bytes": memory_needed,
         "fits": memory_needed <= memory,
         "projected": True,
-        "sources": device_sources(device_id) + model_sources(model_id) + precision_sources(model_id, dtype),
+        "sources": (sourced.device_sources(device_id) + sourced.model_sources(model_id)
+                    + sourced.precision_sources(model_id, dtype)),
     }
 
 
-def default_models() -> list[str]:
-    """The article's models: every entry of models.json not marked validation-only."""
-    models = load_data("models")["models"]
-    return [model_id for model_id, m in models.items() if not m.get("validation_only")]
-
-
-def projection_dtypes() -> tuple[str, ...]:
-    """Every precision, then every alias (so ids such as llama-3.1-8b/rtx-4090/q4 keep resolving)."""
-    return (*PROJECTION_DTYPES, *load_data("models")["precision_aliases"])
-
-
 def devices_summary(device_ids: list[str]) -> dict[str, Any]:
-    devices = load_data("accelerators")["devices"]
+    devices = sourced.load_data("accelerators")["devices"]
     return {
         device_id: {
             "name": devices[device_id]["name"],
             "kind": devices[device_id]["kind"],
             "class": devices[device_id]["class"],
-            "uncertain": is_uncertain(devices[device_id]),
-            "memory_bytes": value(devices[device_id]["memory_bytes"]),
-            "bandwidth": device_bandwidth(devices[device_id]),
-            "bandwidth_low": device_bandwidth(devices[device_id], pessimistic=True),
-            "peak_flops": {dtype: device_peak_flops(devices[device_id], dtype) for dtype in projection_dtypes()},
-            "sources": device_sources(device_id),
+            "uncertain": sourced.is_uncertain(devices[device_id]),
+            "memory_bytes": sourced.value(devices[device_id]["memory_bytes"]),
+            "bandwidth": sourced.device_bandwidth(devices[device_id]),
+            "bandwidth_low": sourced.device_bandwidth(devices[device_id], pessimistic=True),
+            "peak_flops": {dtype: sourced.device_peak_flops(devices[device_id], dtype)
+                           for dtype in sourced.projection_dtypes()},
+            "sources": sourced.device_sources(device_id),
         }
         for device_id in device_ids
     }
 
 
 def models_summary(model_ids: list[str]) -> dict[str, Any]:
-    models = load_data("models")["models"]
+    models = sourced.load_data("models")["models"]
     shape_keys = ("layers", "d_model", "heads", "kv_heads", "head_dim", "d_ff", "vocab", "tied_embeddings")
     return {
         model_id: {
             "name": models[model_id]["name"],
             **{key: models[model_id][key] for key in shape_keys},
-            "params": value(models[model_id]["params"]),
+            "params": sourced.value(models[model_id]["params"]),
             "kv_bytes_per_token": kv_bytes_per_token(models[model_id]),
-            "weight_bytes": {dtype: weight_bytes(models[model_id], bits_per_weight(model_id, dtype))
-                             for dtype in projection_dtypes()},
-            "sources": model_sources(model_id),
+            "weight_bytes": {dtype: weight_bytes(models[model_id], sourced.bits_per_weight(model_id, dtype))
+                             for dtype in sourced.projection_dtypes()},
+            "sources": sourced.model_sources(model_id),
         }
         for model_id in model_ids
     }
@@ -356,15 +244,15 @@ def project(
     prompt_lengths: tuple[int, ...] = (128, 512, 2048, 4096),
 ) -> dict[str, Any]:
     """Roofline projections for every model × device × dtype × prompt length (combos that do not fit are kept, with fits: false)."""
-    model_ids = list(models) if models is not None else default_models()
-    device_ids = list(devices) if devices is not None else list(load_data("accelerators")["devices"])
-    _check_known(model_ids, load_data("models")["models"], "model")
-    _check_known(device_ids, load_data("accelerators")["devices"], "device")
+    model_ids = list(models) if models is not None else sourced.default_models()
+    device_ids = list(devices) if devices is not None else list(sourced.load_data("accelerators")["devices"])
+    sourced.check_known(model_ids, sourced.load_data("models")["models"], "model")
+    sourced.check_known(device_ids, sourced.load_data("accelerators")["devices"], "device")
     projections = [
         project_one(model_id, device_id, dtype, n)
         for model_id in model_ids
         for device_id in device_ids
-        for dtype in projection_dtypes()
+        for dtype in sourced.projection_dtypes()
         for n in prompt_lengths
     ]
     validation = validate()
@@ -384,39 +272,19 @@ def project(
     }
 
 
-def _check_known(ids: list[str], known: dict[str, Any], what: str) -> None:
-    unknown = [i for i in ids if i not in known]
-    if unknown:
-        raise ValueError(f"unknown {what} {', '.join(unknown)} — allowed: {', '.join(known)}")
-
-
 # --- published measurements beside their bounds ---------------------------------------------------
-
-
-def _check_published(result: dict[str, Any]) -> None:
-    """A published row must name a known model, device and precision, and a phase the test implies."""
-    where = f"simulations/data/accelerators.json: published result {result.get('id', '?')!r}"
-    for key, known in (("model", load_data("models")["models"]), ("device", load_data("accelerators")["devices"])):
-        if result.get(key) not in known:
-            raise ValueError(f"{where}: unknown {key} {result.get(key)!r} — allowed: {', '.join(known)}")
-    try:
-        precision_of(result.get("precision", ""))
-    except ValueError as error:
-        raise ValueError(f"{where}: {error}") from None
-    if result.get("phase") not in ("prefill", "decode"):
-        raise ValueError(f"{where}: phase {result.get('phase')!r} — allowed: prefill, decode")
 
 
 def validate() -> list[dict[str, Any]]:
     """Each published llama.cpp result beside the roofline bound for the same model, device, precision and length."""
-    data = load_data("accelerators")
-    models = load_data("models")
+    data = sourced.load_data("accelerators")
+    models = sourced.load_data("models")
     rows = []
     for result in data["published_results"]:
-        _check_published(result)
+        sourced.check_published(result)
         model_id, device_id, dtype = result["model"], result["device"], result["precision"]
         m, device = models["models"][model_id], data["devices"][device_id]
-        bits = bits_per_weight(model_id, dtype)
+        bits = sourced.bits_per_weight(model_id, dtype)
         n = result["context_tokens"]
         if result["phase"] == "prefill":
             bound_tps = n / prefill_seconds(m, device, dtype, bits, n)
@@ -432,7 +300,7 @@ def validate() -> list[dict[str, Any]]:
                 "device_name": device["name"],
                 "device_class": device["class"],
                 "dtype": dtype,
-                "precision_name": models["precisions"][precision_of(dtype)]["name"],
+                "precision_name": models["precisions"][sourced.precision_of(dtype)]["name"],
                 "bits_per_weight": bits,
                 "phase": result["phase"],
                 "test": result["test"],
@@ -443,7 +311,7 @@ def validate() -> list[dict[str, Any]]:
                 "software": result["software"],
                 "date": result["date"],
                 "note": result.get("note", ""),
-                "source": _cite(result["source"], data["sources"]),
+                "source": sourced.cite(result["source"], data["sources"]),
             }
         )
     return rows

@@ -100,7 +100,9 @@ ROOFLINE_PROMPT_LENGTHS = (128, 512, 2048)  # default points for the animated ch
 
 
 def phase_point(ms: float, flops: float, nbytes: float, peaks: dict[str, Any]) -> dict[str, Any]:
-    """Achieved throughput of one phase and its share of this machine's two ceilings."""
+    """Achieved throughput of one phase and its share of a machine's two ceilings (`peaks`: peak_gflops,
+    peak_gbps). `flops` and `nbytes` are the cost model's (`cost.PassCost`, or a mean of them); `ms` is
+    measured here, or for a projected device the roofline's own time, where the limiting ceiling is 100%."""
     seconds = ms / 1000
     gflops, gbps = flops / seconds / 1e9, nbytes / seconds / 1e9
     return {
@@ -160,8 +162,9 @@ def roofline(
 ) -> dict[str, Any]:
     """Prefill and decode of `model` on this machine's roofline: achieved FLOP/s, bytes/s, intensity, utilisation.
 
-    `prefill` and `decode` are measured at `prompt_tokens`; `points` add both phases at each of
-    `prompt_lengths` (for the chart that animates prompt length). Peaks are measured unless given.
+    `prefill` and `decode` are measured at `prompt_tokens`; `points` list both phases at each of
+    `prompt_lengths` too ({"prompt_tokens", "prefill", "decode"}, for the chart that animates prompt
+    length). Peaks are measured unless given.
     """
     from .loader import model_summary
     from .machine import machine_info
@@ -186,11 +189,6 @@ def roofline(
         }
     report("roofline done", 1.0)
 
-    points = [
-        {"prompt_tokens": n, "phase": phase, **by_length[n][phase]}
-        for n in lengths
-        for phase in ("prefill", "decode")
-    ]
     return {
         "machine": {**machine_info(), **{k: v for k, v in peaks.items() if k != "method"}},
         "peaks_method": peaks.get("method"),
@@ -198,7 +196,7 @@ def roofline(
         "prompt_tokens": prompt_tokens,
         "prefill": by_length[prompt_tokens]["prefill"],
         "decode": by_length[prompt_tokens]["decode"],
-        "points": points,
+        "points": [{"prompt_tokens": n, **by_length[n]} for n in lengths],
         "model": model_summary(model),
         "method": (
             "Achieved GFLOP/s and GB/s = the FLOPs and bytes of each pass from the cost model "

@@ -20,7 +20,7 @@ from markupsafe import escape
 from hooks.authoring import mistake
 from hooks.demos import formatting as fmt
 from hooks.demos.blocks import iter_fences
-from hooks.demos.readouts import cache_point, projection_id, projection_rows, sweep_point
+from hooks.demos.readouts import cache_point, projection_rows, sweep_point
 
 _REF = re.compile(r"(?P<code>(?P<ticks>`+).+?(?P=ticks))|\{\{(?P<body>.*?)\}\}", re.S)
 _NAME = re.compile(r"^\s*(?P<name>[a-z_][a-z0-9_.]*)(?:@(?P<arg>[^\s{}]+))?\s*$")
@@ -116,7 +116,7 @@ def figure_sources(measurements: Any) -> Callable[[], dict[str, Any]]:
 
     def sources() -> dict[str, Any]:
         return {"sweep": m.sweep, "roofline": m.roofline, "projections": m.projections,
-                "model": m.simulator.model_summary, "machine": lambda: m.sweep()["machine_info"],
+                "model": m.simulator.model_summary, "machine": lambda: m.sweep()["machine"],
                 "counts": m.simulator.expected_counts, "max_context": lambda: m.simulator.max_context}
 
     return sources
@@ -250,7 +250,7 @@ class FigureResolver:
         projections = g["projections"]()
         whole_projection = GLOBAL_NAMES[f"proj.{key}"] == PID
         pid, length = (arg, None) if whole_projection else _split_length(arg)
-        ids = sorted({projection_id(r) for r in projections["projections"]})
+        ids = sorted({row["id"] for row in projections["projections"]})
         if pid not in ids:
             raise LookupError(f"unknown projection {pid!r} (known: {', '.join(ids)})")
         rows = projection_rows(projections, pid)

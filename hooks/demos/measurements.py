@@ -21,9 +21,11 @@ from hooks.demos.simulator import Progress, Simulator
 
 log = get_plugin_logger(__name__)
 
+# The demos' defaults, in one place (the browser gets them through each demo's JSON).
 DEFAULT_PROMPT_LENGTHS: tuple[int, ...] = (128, 512, 2048, 4096)
 DEFAULT_CONTEXTS: tuple[int, ...] = (64, 128, 256, 512, 1024)
-ROOFLINE_PROMPT_TOKENS = 512
+REFERENCE_PROMPT_TOKENS = 512  # the roofline and the device demo measure here; the timeline opens here
+DEFAULT_PROJECTION = "llama-3.1-8b/h100-sxm/fp16"
 
 
 @dataclass(frozen=True)
@@ -81,13 +83,6 @@ class Measurements:
     def _cached(self, what: str, label: str, compute: Any, *, model: bool = True, **inputs: Any) -> Any:
         return self.cache.get_or_compute(self._parts(what, model=model, **inputs), compute, label=label)
 
-    def _with_machine(self, result: dict[str, Any]) -> dict[str, Any]:
-        """Stamp a measurement with the machine and date it ran on (cached with it)."""
-        machine = result.get("machine")
-        info = machine if isinstance(machine, dict) and "cpu" in machine else self.simulator.machine()
-        return {**result, "machine_info": {k: info[k] for k in ("cpu", "cores", "numpy", "blas", "python", "date")
-                                           if k in info}}
-
     def trace(self, prompt: str, max_new_tokens: int, chat: bool = True) -> dict[str, Any]:
         label = f"recording {prompt[:40]!r} ({max_new_tokens} new tokens max) on {self.simulator.model_name}"
         # `chat` joins the key only when off, so traces recorded before the option existed stay valid.
@@ -104,9 +99,8 @@ class Measurements:
         label = f"sweep over prompt lengths {lengths} and contexts {ctxs} ({s.name}) on {self.simulator.model_name}"
         return self._cached(
             "sweep", label,
-            lambda: self._with_machine(self.simulator.sweep(
-                prompt_lengths=lengths, contexts=ctxs, decode_steps=s.decode_steps, repeats=s.repeats,
-                progress=progress_logger("sweep"))),
+            lambda: self.simulator.sweep(prompt_lengths=lengths, contexts=ctxs, decode_steps=s.decode_steps,
+                                         repeats=s.repeats, progress=progress_logger("sweep")),
             prompt_lengths=lengths, contexts=ctxs, settings=asdict(s))
 
     def roofline(self) -> dict[str, Any]:
@@ -114,11 +108,10 @@ class Measurements:
         label = f"roofline of this machine with {self.simulator.model_name} ({s.name})"
         return self._cached(
             "roofline", label,
-            lambda: self._with_machine(self.simulator.roofline(
-                prompt_tokens=ROOFLINE_PROMPT_TOKENS, repeats=s.repeats, peak_repeats=s.peak_repeats,
-                decode_steps=s.decode_steps,
-                progress=progress_logger("roofline"))),
-            prompt_tokens=ROOFLINE_PROMPT_TOKENS, settings=asdict(s))
+            lambda: self.simulator.roofline(prompt_tokens=REFERENCE_PROMPT_TOKENS, repeats=s.repeats,
+                                            peak_repeats=s.peak_repeats, decode_steps=s.decode_steps,
+                                            progress=progress_logger("roofline")),
+            prompt_tokens=REFERENCE_PROMPT_TOKENS, settings=asdict(s))
 
     def projections(self, prompt_lengths: tuple[int, ...] | list[int] = DEFAULT_PROMPT_LENGTHS) -> dict[str, Any]:
         lengths = list(prompt_lengths)
@@ -128,4 +121,4 @@ class Measurements:
 
     def projection_ids(self) -> frozenset[str]:
         rows = self.projections()["projections"]
-        return frozenset(f"{r['model']}/{r['device']}/{r['dtype']}" for r in rows)
+        return frozenset(row["id"] for row in rows)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from simulations.projection_data import load_data, precision_of
+
 
 def trace_readouts(trace: dict[str, Any]) -> dict[str, float]:
     """TTFT, decode pace, token counts and KV-cache sizes of one recorded generation."""
@@ -24,26 +26,16 @@ def trace_readouts(trace: dict[str, Any]) -> dict[str, float]:
         "ttft_ms": prefill["end_ms"],
         "decode_ms_per_token": decode_ms,
         "tps": 1000.0 / decode_ms if decode_ms > 0 else 0.0,
-        "total_ms": steps[-1]["end_ms"],
         "cached_tokens": prefill["kv_tokens"],
         "kv_bytes": prefill["kv_bytes"],
         "kv_bytes_per_token": prefill["kv_bytes"] / max(prefill["kv_tokens"], 1),
         "kv_bytes_final": steps[-1]["kv_bytes"],
-        "kv_tokens_final": steps[-1]["kv_tokens"],
     }
 
 
-def projection_id(row: dict[str, Any]) -> str:
-    return f"{row['model']}/{row['device']}/{row['dtype']}"
-
-
-# How each storage precision is written for readers (llama.cpp's names for its quantizations).
-PRECISION_NAMES = {"fp16": "FP16", "bf16": "BF16", "fp32": "FP32", "q8_0": "Q8_0", "q4": "Q4_0", "q4_0": "Q4_0",
-                   "q4_k_m": "Q4_K_M"}
-
-
 def precision_name(dtype: str) -> str:
-    return PRECISION_NAMES.get(dtype, dtype.upper())
+    """How a precision is written for readers (llama.cpp's names, from models.json): q4 → "Q4_0"."""
+    return load_data("models")["precisions"][precision_of(dtype)]["name"]
 
 
 def projection_label(projections: dict[str, Any], projection: str) -> str:
@@ -55,7 +47,7 @@ def projection_label(projections: dict[str, Any], projection: str) -> str:
 
 def projection_rows(projections: dict[str, Any], wanted: str) -> list[dict[str, Any]]:
     """Rows of one model/device/dtype id, by increasing prompt length."""
-    rows = [r for r in projections["projections"] if projection_id(r) == wanted]
+    rows = [r for r in projections["projections"] if r["id"] == wanted]
     return sorted(rows, key=lambda r: r["prompt_tokens"])
 
 
@@ -69,17 +61,3 @@ def sweep_point(sweep: dict[str, Any], prompt_tokens: int) -> dict[str, Any] | N
 
 def cache_point(sweep: dict[str, Any], context: int) -> dict[str, Any] | None:
     return next((p for p in sweep["cache_vs_recompute"] if p["context"] == context), None)
-
-
-def source_names(sources: list[Any]) -> list[str]:
-    """Readable names of spec sources, whether given as strings or as {title/name, url} objects."""
-    names = []
-    for source in sources or []:
-        if isinstance(source, dict):
-            name = source.get("title") or source.get("name") or source.get("url") or ""
-        else:
-            name = str(source)
-        if name and name not in names:
-            names.append(name)
-    return names
-

@@ -24,7 +24,6 @@ class Simulator(Protocol):
     @property
     def max_context(self) -> int: ...
     def count_prompt_tokens(self, prompt: str) -> int: ...
-    def machine(self) -> dict[str, Any]: ...
     def model_summary(self) -> dict[str, Any]: ...
     def expected_counts(self, *, new_tokens: int, past_tokens: int) -> dict[str, int]: ...
     def record(self, prompt: str, *, max_new_tokens: int, chat: bool, progress: Progress | None) -> dict[str, Any]: ...
@@ -74,11 +73,6 @@ class NumpySimulator:
         """Tokens the model sees for this prompt with the chat template applied, as record() uses it."""
         tokenizer = self.model.tokenizer
         return len(tokenizer.encode(tokenizer.render_chat(prompt, None).text))
-
-    def machine(self) -> dict[str, Any]:
-        from simulations.machine import machine_info
-
-        return machine_info()
 
     def model_summary(self) -> dict[str, Any]:
         from simulations.trace import model_summary

@@ -23,8 +23,10 @@ from mkdocs.utils import get_relative_url
 
 from hooks import authoring, claims
 from hooks.authoring import AuthoringMistake
-from hooks.demos import assets, blocks, inline_figures, kinds, render
+from hooks.demos import assets, blocks, inline_figures, render
 from hooks.demos.blocks import BlockSource, DemoBlock, Limits
+from hooks.demos.builders import BUILDERS
+from hooks.demos.builders.common import measured_source
 from hooks.demos.cache import ResultCache, source_hash
 from hooks.demos.measurements import Measurements, sweep_settings
 from hooks.demos.simulator import NumpySimulator, Simulator, model_spec, simulations_dir
@@ -149,17 +151,17 @@ class DemoSite:
         if strings_box and not self.strings.values:  # not even the default language's labels: no demo
             return DemoPlace(strings_box)
         try:
-            content, context = self._demo_json(block)
+            content, context, readouts = self._demo_json(block)
             markup = render.render_demo(self.templates_dir, block.kind, {
                 **context, "kind": block.kind, "lang": self.lang, "trace_url": "",
                 "demo_id": f"pd-demo-{block.kind}-{block.index + 1}"})
         except AuthoringMistake as error:  # e.g. a label the demo needs and no strings file has
             return DemoPlace([authoring.report(error)])
-        page.readouts.setdefault(block.kind, json.loads(content)["readouts"])
+        page.readouts.setdefault(block.kind, readouts)
         return DemoPlace([*strings_box, markup], assets.demo_file(config, block.kind, self.lang, content))
 
-    def _demo_json(self, block: DemoBlock) -> tuple[str, dict[str, Any]]:
-        """The demo's JSON text and fallback context, cached on disk like simulations (figure building
+    def _demo_json(self, block: DemoBlock) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """The demo's JSON text, fallback context and prose readouts, cached on disk like simulations (figure building
         takes a while), keyed by everything they are made from, the demo-building code included."""
         m = self.measurements
         parts = {"what": "demo", "kind": block.kind, "options": block.options, "lang": self.lang,
@@ -168,10 +170,10 @@ class DemoSite:
 
         def build() -> dict[str, Any]:
             with m.cache.recording() as used:
-                demo = kinds.BUILDERS[block.kind](block, m, self.strings)
+                demo = BUILDERS[block.kind](block, m, self.strings)
             content = json.dumps(demo.data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
             return {"content": content, "context": {k: v for k, v in demo.context.items() if k != "strings"},
-                    "depends_on": sorted(set(used))}
+                    "readouts": demo.readouts, "depends_on": sorted(set(used))}
 
         def sound(built: dict[str, Any]) -> bool:
             # A damaged simulation file under a cached demo is still found, reported and recomputed.
@@ -179,7 +181,7 @@ class DemoSite:
 
         built = m.cache.get_or_compute(parts, build, label=f"{block.kind} demo ({self.lang})", announce=False,
                                        valid=sound)
-        return built["content"], {**built["context"], "strings": self.strings}
+        return built["content"], {**built["context"], "strings": self.strings}, built["readouts"]
 
     # -- on_page_markdown -------------------------------------------------------------------------
     def page_markdown(self, markdown: str, page: Page) -> str:
@@ -218,8 +220,7 @@ class DemoSite:
         m, strings = self.measurements, self.strings
         resolver = self.figures(demos.readouts)
         # Titles are built on first use: a page without figure references never triggers the sweep.
-        titles = {"measured": lambda: kinds.measured_source(m.sweep()["machine_info"], m.simulator.model_name,
-                                                            strings),
+        titles = {"measured": lambda: measured_source(m.sweep()["machine"], m.simulator.model_name, strings),
                   "projected": lambda: strings["common.projected_note"]}
         return inline_figures.replace_figures(markdown, demos.source, demos.src_path, resolver, titles)
 

@@ -71,11 +71,12 @@ def test_scrubbing_and_playing_the_timeline_draw_each_prompt_length_to_scale(ope
     data = demo_data(page, demo)
     chart = demo.locator(".pd-chart").first
     draw_every_chart(page, demo)
-    lengths = sorted(int(n) for n in data["readouts"]["measured"])
+    points = {source["id"]: {p["prompt_tokens"]: p for p in source["points"]} for source in data["sources"]}
+    lengths = sorted(points["measured"])
     strings = data["strings"]
 
     def expected_share(source: str, length: int) -> float:
-        values = data["readouts"][source][str(length)]
+        values = points[source][length]
         return values["ttft_ms"] / (1.02 * (values["ttft_ms"] + ANSWER_TOKENS * values["decode_ms_per_token"]))
 
     scrubber = demo.locator("input[type=range]")
@@ -120,10 +121,13 @@ def test_scrubbing_and_playing_the_roofline_move_the_prefill_point_to_each_promp
     draw_every_chart(page, demo)
     low, high = figure["layout"]["xaxis"]["range"]  # log10 of the axis ends
 
-    def expected(index: int) -> float:
-        return (math.log10(figure["frames"][index]["data"][0]["x"][0]) - low) / (high - low)
+    lengths = [length["prompt_tokens"] for length in data["prompt_lengths"]]
 
-    lengths = figure["frame_keys"]
+    def expected(index: int) -> float:
+        """Where the prefill point of prompt length `index` belongs: its intensity on the log axis."""
+        frame = figure["frames"][data["prompt_lengths"][index]["frame"]]
+        return (math.log10(frame["data"][0]["x"][0]) - low) / (high - low)
+
     assert len(lengths) >= 2 and len({expected(i) for i in range(len(lengths))}) > 1
     assert demo.get_attribute("data-pd-length") == str(lengths[-1])  # the longest prompt shows first
     last = expected(len(lengths) - 1)

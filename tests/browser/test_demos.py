@@ -56,7 +56,7 @@ def shown_answer(demo) -> str:
 
 def recorded_answer(data: dict) -> str:
     """The recorded answer less U+FFFD: a token holding part of a character is shown as its bytes instead."""
-    return data["trace"]["answer"].replace("\ufffd", "")
+    return data["answer"]["text"].replace("\ufffd", "")
 
 
 def wait_for_state(page, demo, state: str) -> None:
@@ -180,7 +180,8 @@ def test_timeline_slider_and_source_switch_show_the_recorded_values(open_page, l
     page, log, demo = open_demo(open_page, lang, "timeline", query="")
     data = demo_data(page, demo)
     slider = demo.locator("input[type=range]")
-    lengths = sorted(int(n) for n in data["readouts"]["measured"])
+    points = {source["id"]: source["points"] for source in data["sources"]}
+    lengths = [point["prompt_tokens"] for point in points["measured"]]
     sources = [option.get_attribute("value") for option in demo.locator("select option").all()]
     assert "measured" in sources and len(sources) >= 2
     for source in sources:
@@ -191,7 +192,8 @@ def test_timeline_slider_and_source_switch_show_the_recorded_values(open_page, l
             if index:
                 page.keyboard.press("ArrowRight")
             assert demo.get_attribute("data-pd-length") == str(length)
-            expected = data["readouts"][source][str(length)]
+            expected = points[source][index]
+            assert expected["prompt_tokens"] == length
             values = [number_in(v) for v in demo.locator(".pd-readout__value").all_text_contents()[-3:]]
             for shown, key in zip(values, ("ttft_ms", "tps", "decode_ms_per_token"), strict=True):
                 assert shown == pytest.approx(expected[key], rel=0.01, abs=0.01), (source, length, key)
@@ -239,20 +241,16 @@ HOSTILE = "</script><img src=x onerror=\"window.__pd_pwned=1\">"
 def make_hostile(data: dict) -> dict:
     """Put markup in every text field the browser shows: prompt, tokens and their bytes, candidates, answer,
     the build's sentences under them, labels."""
-    trace = data["trace"]
-    for token in trace["prompt"]["tokens"][:3]:
+    for token in data["prompt"]["tokens"][:3]:
         token["text"] = token["bytes"] = HOSTILE
-    data["prompt"] = {"text": HOSTILE, "tokens": trace["prompt"]["tokens"], "summary": HOSTILE}
-    data["answer_notes"] = {"stopped": HOSTILE, "caveat": HOSTILE}
-    for step in trace["steps"]:
-        if step.get("token"):
+    data["prompt"].update(text=HOSTILE, summary=HOSTILE)
+    data["answer"].update(text=HOSTILE * len(data["steps"]), notes={"stopped": HOSTILE, "caveat": HOSTILE})
+    for step in data["steps"]:
+        if "token" in step:  # the decode demo's cache view
             step["token"]["text"] = HOSTILE
+        step["piece"] = {"text": HOSTILE}
         for candidate in step.get("top") or []:
             candidate["text"] = HOSTILE
-    shown = [s for s in trace["steps"] if s.get("token")]
-    if trace.get("stop_reason") == "eos":
-        shown = shown[:-1]
-    trace["answer"] = HOSTILE * len(shown)
     data["strings"] = {key: HOSTILE for key in data["strings"]}
     return data
 

@@ -30,9 +30,6 @@ class CountingSimulator(NumpySimulator):
         self.calls.append(f"record:{prompt}")
         return super().record(prompt, **kwargs)
 
-    def machine(self) -> dict[str, Any]:
-        return {"cpu": "Test CPU", "cores": 2, "date": "2026-01-02"}
-
     def sweep(self, *, prompt_lengths: list[int], contexts: list[int], **_: Any) -> dict[str, Any]:
         self.calls.append("sweep")
         return {
@@ -41,23 +38,23 @@ class CountingSimulator(NumpySimulator):
                                for n in prompt_lengths],
             "cache_vs_recompute": [{"context": c, "cached_ms_per_token": 20.0, "recompute_ms_per_token": 2.0 * c}
                                    for c in contexts],
+            "machine": {"cpu": "Test CPU", "cores": 2, "date": "2026-01-02"},
         }
 
     def roofline(self, *, prompt_tokens: int, **_: Any) -> dict[str, Any]:
         self.calls.append("roofline")
 
-        def point(n: int, phase: str) -> dict[str, Any]:
+        def point(phase: str) -> dict[str, Any]:
             intensity = 100.0 if phase == "prefill" else 1.0
-            return {"prompt_tokens": n, "phase": phase, "ms": 1000.0 if phase == "prefill" else 25.0,
+            return {"ms": 1000.0 if phase == "prefill" else 25.0,
                     "intensity": intensity, "gflops": 50.0 * min(intensity, 2),
                     "gbps": 20.0, "compute_utilization": 0.5 if phase == "prefill" else 0.01,
                     "bandwidth_utilization": 0.2 if phase == "prefill" else 0.8}
 
-        points = [point(n, ph) for n in (128, 512, 2048) for ph in ("prefill", "decode")]
+        points = [{"prompt_tokens": n, "prefill": point("prefill"), "decode": point("decode")} for n in (128, 512, 2048)]
         return {"machine": {"cpu": "Test CPU", "cores": 2, "date": "2026-01-02", "peak_gflops": 200.0,
                             "peak_gbps": 25.0},
-                "prompt_tokens": prompt_tokens, "prefill": point(prompt_tokens, "prefill"),
-                "decode": point(prompt_tokens, "decode"), "points": points}
+                "prompt_tokens": prompt_tokens, "prefill": point("prefill"), "decode": point("decode"), "points": points}
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from hooks.demos.blocks import Limits, parse_blocks, validate
+from hooks.demos.builders import BUILDERS
 from hooks.demos.cache import ResultCache, cache_key, source_hash
-from hooks.demos.kinds import BUILDERS
 from hooks.demos.measurements import SWEEP_SETTINGS, Measurements
 
 

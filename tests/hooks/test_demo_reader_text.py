@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from hooks.demos.blocks import Limits, parse_blocks, validate
-from hooks.demos.kinds import BUILDERS, answer_notes, answer_parts, prompt_summary
+from hooks.demos.builders import BUILDERS
+from hooks.demos.builders.common import answer_notes, answer_parts, answer_pieces, prompt_summary, shown_steps
 from hooks.demos.readouts import precision_name, projection_label
 from hooks.demos.strings import Strings
 
@@ -58,11 +59,24 @@ def test_answer_tokens_that_are_no_whole_character_are_shown_as_their_bytes():
     def step(text: str, hex_bytes: str, partial: bool = False) -> dict:
         return {"token": token(text, partial=partial, hex_bytes=hex_bytes)}
 
+    def parts(trace: dict) -> list[dict]:
+        return answer_parts(*answer_pieces(trace["steps"], trace["answer"]), trace["answer"])
+
     cut = trace_with(["user"], answer="Hi \ufffd", steps=[step("Hi", "48 69"), step(" ", "20"),
                                                           step("\ufffd", "E8 AF", True)])
-    assert answer_parts(cut) == [{"text": "Hi "}, {"bytes": "E8 AF"}]
+    assert answer_pieces(cut["steps"], cut["answer"]) == ([{"text": "Hi"}, {"text": " "}, {"bytes": "E8 AF"}], True)
+    assert parts(cut) == [{"text": "Hi "}, {"bytes": "E8 AF"}]
     whole = trace_with(["user"], answer="量", steps=[step("量", "E9 87", True), step("量", "8F", True)])
-    assert answer_parts(whole) == [{"text": "量"}]
+    assert answer_pieces(whole["steps"], "量") == ([{"text": "量"}, {"text": ""}], True)  # the repeat is dropped
+    assert parts(whole) == [{"text": "量"}]
+    odd = trace_with(["user"], answer="Hello", steps=[step("Help", "48")])
+    assert parts(odd) == [{"text": "Hello"}]  # pieces that do not spell the answer: the answer itself
+
+
+def test_the_end_of_turn_token_is_not_shown_but_a_token_at_the_limit_is():
+    steps = [{"token": token("Hi")}, {"token": token("<|im_end|>")}]
+    assert shown_steps(trace_with(["user"], steps=steps, stop="eos")) == steps[:1]
+    assert shown_steps(trace_with(["user"], steps=steps, stop="max_new_tokens")) == steps
 
 
 def test_projections_are_named_for_readers(measurements):
@@ -77,8 +91,9 @@ def test_fallback_tables_and_choices_show_names_never_ids(measurements, strings,
     cells = [cell for row in demo.context["table"]["rows"] for cell in row]
     assert not any(PROJECTION in str(cell) for cell in cells)
     assert any("Llama-3.1-8B · NVIDIA H100 SXM · FP16" in str(cell) for cell in cells)
-    assert demo.data["sources"]["measured"] == strings["common.measured_label"]
-    assert demo.data["sources"][PROJECTION].startswith("Llama-3.1-8B · ")
+    labels = {source["id"]: source["label"] for source in demo.data["sources"]}
+    assert labels["measured"] == strings["common.measured_label"]
+    assert labels[PROJECTION].startswith("Llama-3.1-8B · ")
 
 
 def test_the_prefill_readout_names_the_projection(measurements, strings):
@@ -86,11 +101,12 @@ def test_the_prefill_readout_names_the_projection(measurements, strings):
     labels = [label for label, _ in demo.context["rows"]]
     assert any("Llama-3.1-8B · NVIDIA H100 SXM · FP16" in label for label in labels)
     assert not any(PROJECTION in label for label in labels)
-    assert demo.data["readouts"]["projection"]["label"] == "Llama-3.1-8B · NVIDIA H100 SXM · FP16"
+    assert (demo.data["projection"]["model"], demo.data["projection"]["device"]) == ("Llama-3.1-8B", "NVIDIA H100 SXM")
+    assert demo.data["projection"]["prompt_tokens"] == 4096  # "the KV cache at 4k tokens", from the build
 
 
 def test_the_demo_json_carries_the_summary_and_the_answer_notes(measurements, strings):
     data = build("conversation", "prompt: Hi\nmax_new_tokens: 3", measurements, strings).data
-    assert data["prompt"]["summary"] and data["answer_notes"]["stopped"] and data["answer_notes"]["caveat"]
+    assert data["prompt"]["summary"] and data["answer"]["notes"]["stopped"] and data["answer"]["notes"]["caveat"]
     assert {t["role"] for t in data["prompt"]["tokens"]} == {"template", "user"}
     assert all("bytes" in t for t in data["prompt"]["tokens"])

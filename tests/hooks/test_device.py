@@ -8,8 +8,8 @@ import json
 import pytest
 
 from hooks.demos.blocks import Limits, parse_blocks, validate
-from hooks.demos.device import CLAIMS, PLAN, smollm2_config, split_costs
-from hooks.demos.kinds import BUILDERS
+from hooks.demos.builders import BUILDERS
+from hooks.demos.builders.device import CLAIMS, PLAN, smollm2_config, split_costs
 from hooks.demos.strings import Strings
 from simulations.cost import pass_cost
 
@@ -28,7 +28,7 @@ def device_data(measurements, strings: Strings) -> dict:
 def test_device_demo_ships_smollm2_shapes_whatever_model_the_build_loads(measurements, strings: Strings):
     data = device_data(measurements, strings)
     json.dumps(data, allow_nan=False)
-    assert data["kind"] == "device" and data["schema"] == "prefill-decode-demo/1"
+    assert data["kind"] == "device" and data["schema"] == "prefill-decode-demo/2"
     assert {k: data["model"][k] for k in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff",
                                           "vocab_size")} == {"n_layers": 30, "d_model": 576, "n_heads": 9,
                                                              "n_kv_heads": 3, "head_dim": 64, "d_ff": 1536,
@@ -51,7 +51,7 @@ def test_costs_are_the_build_cost_model_split_into_layers_and_the_rest():
 
 
 def test_build_side_is_the_build_machines_own_roofline_measurement(measurements, strings: Strings):
-    build = device_data(measurements, strings)["readouts"]["build"]
+    build = device_data(measurements, strings)["build"]
     result = measurements.roofline()
     assert build["peak_gflops"] == pytest.approx(result["machine"]["peak_gflops"], rel=1e-3)
     assert build["ttft_ms"] == pytest.approx(result["prefill"]["ms"], rel=1e-3)

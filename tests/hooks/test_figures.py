@@ -8,9 +8,9 @@ import json
 import pytest
 
 from hooks.demos.blocks import Limits, parse_blocks, validate
+from hooks.demos.builders import BUILDERS
 from hooks.demos.figures import decode, prefill, recap, roofline, timeline
 from hooks.demos.figures.common import BOTTOM
-from hooks.demos.kinds import BUILDERS
 from hooks.demos.strings import Strings
 
 SOURCE = "Measured on Test CPU (2 cores)"
@@ -82,15 +82,14 @@ def test_cache_vs_recompute_has_both_lines_over_every_context(measurements, stri
     assert figure["layout"]["yaxis"]["type"] == "log"
 
 
-def test_timeline_has_a_frame_per_source_and_prompt_length_said_as_data(strings: Strings):
-    readouts = {"measured": {"128": {"ttft_ms": 10.0, "decode_ms_per_token": 5.0},
-                             "512": {"ttft_ms": 40.0, "decode_ms_per_token": 5.5}},
-                "llama-3.1-8b/h100-sxm/fp16": {"128": {"ttft_ms": 1.0, "decode_ms_per_token": 2.0}}}
-    figure = timeline.timeline(readouts, strings, SOURCE)
+def test_timeline_draws_each_point_in_the_frame_the_point_names(strings: Strings):
+    sources = [{"id": "measured", "points": [{"prompt_tokens": 128, "ttft_ms": 10.0, "decode_ms_per_token": 5.0, "frame": 0},
+                                             {"prompt_tokens": 512, "ttft_ms": 40.0, "decode_ms_per_token": 5.5, "frame": 1}]},
+               {"id": "llama-3.1-8b/h100-sxm/fp16",
+                "points": [{"prompt_tokens": 128, "ttft_ms": 1.0, "decode_ms_per_token": 2.0, "frame": 2}]}]
+    figure = timeline.timeline(sources, strings, SOURCE)
     assert [f["name"] for f in figure["frames"]] == ["0", "1", "2"]  # plain indices: the page never parses a name
-    assert figure["frame_keys"] == [{"source": "measured", "prompt_tokens": 128},
-                                    {"source": "measured", "prompt_tokens": 512},
-                                    {"source": "llama-3.1-8b/h100-sxm/fp16", "prompt_tokens": 128}]
+    assert figure["frames"][2]["data"][0]["x"] == [1.0]
     frame = figure["frames"][1]
     assert frame["data"][0]["x"] == [40.0]  # prefill block as long as TTFT, to scale
     assert len(frame["data"][1]["base"]) == timeline.ANSWER_TOKENS
@@ -100,13 +99,11 @@ def test_timeline_has_a_frame_per_source_and_prompt_length_said_as_data(strings:
 
 def test_roofline_has_the_roof_and_both_phases_with_a_frame_per_prompt_length(measurements, strings: Strings):
     result = measurements.roofline()
-    points = {128: {"prefill": result["prefill"], "decode": result["decode"]},
-              512: {"prefill": result["prefill"], "decode": result["decode"]}}
+    points = [{"prompt_tokens": n, "prefill": result["prefill"], "decode": result["decode"]} for n in (128, 512)]
     figure = roofline.roofline(result["machine"], points, strings, SOURCE)
     assert [t["name"] for t in figure["data"]] == [strings["roofline.legend_roof"], strings["common.phase_prefill"],
                                                    strings["common.phase_decode"]]
-    assert [f["name"] for f in figure["frames"]] == ["0", "1"]
-    assert figure["frame_keys"] == [128, 512]
+    assert [f["name"] for f in figure["frames"]] == ["0", "1"]  # frame i draws points[i]
     assert [f["data"][0]["x"] for f in figure["frames"]] == [[result["prefill"]["intensity"]]] * 2
     assert figure["layout"]["xaxis"]["type"] == "log" and figure["layout"]["yaxis"]["type"] == "log"
     assert max(figure["data"][0]["y"]) == pytest.approx(200.0)  # compute ceiling = peak GFLOP/s
@@ -134,42 +131,42 @@ def test_figures_carry_no_fixed_background_or_font_colour(measurements, strings:
 def test_every_kind_builds_demo_json_with_the_contract_fields(measurements, strings: Strings, kind, text):
     block = parse_blocks(f"```demo\n{text}\n```\n", "docs/zh/x.md")[0]
     validate(block, Limits("tiny", 8192, len, measurements.projection_ids()))
-    data = BUILDERS[kind](block, measurements, strings).data
+    demo = BUILDERS[kind](block, measurements, strings)
+    data = demo.data
     json.dumps(data, allow_nan=False)
-    assert data["schema"] == "prefill-decode-demo/1" and data["kind"] == kind and data["lang"] == strings.lang
-    assert data["source"]["measured"].startswith(strings["common.measured_on"].split("{")[0])
+    assert data["schema"] == "prefill-decode-demo/2" and data["kind"] == kind and data["lang"] == strings.lang
+    assert demo.context["source_measured"].startswith(strings["common.measured_on"].split("{")[0])
     assert all(key.split(".")[0] in ("common", kind) for key in data["strings"])
     expected = {"conversation": set(), "prefill": {"kv_heatmap", "prefill_time"},
                 "decode": {"attention", "cache_vs_recompute"}, "timeline": {"timeline"},
                 "roofline": {"roofline", "utilization"}, "recap": {"recap"}}[kind]
-    assert set(data["figures"]) == expected
+    assert set(data.get("figures", {})) == expected  # a kind without charts carries no "figures"
     if kind in ("conversation", "prefill", "decode"):
-        assert data["trace"]["schema"] == "prefill-decode-trace/1" and data["prompt"]["tokens"]
+        assert data["prompt"]["tokens"] and data["steps"] and data["answer"]["text"]
     if kind in ("timeline", "roofline"):
-        assert data["source"]["projected"]  # projected numbers name their spec sources
+        assert demo.context["source_projected"]  # projected numbers name their spec sources
 
 
 def test_utilization_shows_one_source_at_a_time_with_a_frame_per_source(measurements, strings: Strings):
     result = measurements.roofline()
-    rows = [{"id": "measured", "label": "here", "prefill": result["prefill"], "decode": result["decode"]},
-            {"id": "llama-3.1-8b/h100-sxm/fp16", "label": "8B on H100", "prefill": result["decode"],
-             "decode": result["prefill"]}]
+    rows = [{"label": "here", "prefill": result["prefill"], "decode": result["decode"], "frame": 0},
+            {"label": "8B on H100", "prefill": result["decode"], "decode": result["prefill"], "frame": 1}]
     figure = roofline.utilization(rows, strings, SOURCE)
     assert [t["name"] for t in figure["data"]] == ["here"]
     assert [f["name"] for f in figure["frames"]] == ["0", "1"]
-    assert figure["frame_keys"] == ["measured", "llama-3.1-8b/h100-sxm/fp16"]
     assert [f["data"][0]["name"] for f in figure["frames"]] == ["here", "8B on H100"]
 
 
 def every_figure(measurements, strings: Strings, trace) -> list[dict]:
     result = measurements.roofline()
-    points = {128: {"prefill": result["prefill"], "decode": result["decode"]}}
-    readouts = {"measured": {"128": {"ttft_ms": 10.0, "decode_ms_per_token": 5.0}}}
+    points = [{"prompt_tokens": 128, "prefill": result["prefill"], "decode": result["decode"]}]
+    sources = [{"id": "measured", "points": [{"prompt_tokens": 128, "ttft_ms": 10.0, "decode_ms_per_token": 5.0,
+                                              "frame": 0}]}]
     return [prefill.kv_heatmap(trace, strings, SOURCE), prefill.prefill_time(measurements.sweep(), trace["model"], strings, SOURCE),
             decode.attention(trace, strings, SOURCE), decode.cache_vs_recompute(measurements.sweep(), strings, SOURCE),
-            timeline.timeline(readouts, strings, SOURCE), roofline.roofline(result["machine"], points, strings, SOURCE),
-            roofline.utilization([{"id": "measured", "label": "here", "prefill": result["prefill"],
-                                   "decode": result["decode"]}], strings, SOURCE),
+            timeline.timeline(sources, strings, SOURCE), roofline.roofline(result["machine"], points, strings, SOURCE),
+            roofline.utilization([{"label": "here", "prefill": result["prefill"], "decode": result["decode"],
+                                   "frame": 0}], strings, SOURCE),
             recap.recap(measurements.sweep(), strings, SOURCE)]
 
 
@@ -179,8 +176,8 @@ def test_no_figure_carries_plotly_controls_or_keeps_room_for_them(measurements, 
         layout = figure["layout"]
         assert "updatemenus" not in layout and "sliders" not in layout, figure["label"]
         assert layout["margin"]["b"] == BOTTOM, figure["label"]  # axis title and source note only
-        if "frames" in figure:  # what each frame shows is data; its name is only its index
-            assert [f["name"] for f in figure["frames"]] == [str(i) for i in range(len(figure["frame_keys"]))]
+        # A frame's name is only its index; what it draws, the demo's data says.
+        assert [f["name"] for f in figure.get("frames", [])] == [str(i) for i in range(len(figure.get("frames", [])))]
 
 
 def test_each_figure_names_itself_in_plain_text_for_the_page(measurements, strings: Strings, trace):
@@ -225,8 +222,8 @@ def test_labels_from_the_strings_file_reach_plotly_escaped(measurements, strings
     result = measurements.roofline()
     figures = [prefill.kv_heatmap(trace, bad, HOSTILE), prefill.prefill_time(measurements.sweep(), trace["model"], bad, ""),
                decode.attention(trace, bad, ""), decode.cache_vs_recompute(measurements.sweep(), bad, ""),
-               roofline.utilization([{"id": "measured", "label": HOSTILE, "prefill": result["prefill"],
-                                      "decode": result["decode"]}], bad, ""),
+               roofline.utilization([{"label": HOSTILE, "prefill": result["prefill"], "decode": result["decode"],
+                                      "frame": 0}], bad, ""),
                recap.recap(measurements.sweep(), bad, "")]
     for figure in figures:
         texts = plotly_text(figure)
@@ -246,15 +243,16 @@ def test_the_timeline_caption_names_its_answer_length(measurements, strings: Str
     assert "{" not in demo.context["title"] and str(timeline.ANSWER_TOKENS) in demo.context["title"]
 
 
-def test_the_browser_gets_the_trace_without_what_it_never_reads(measurements, strings: Strings):
+def test_the_browser_gets_the_recording_without_what_it_never_reads(measurements, strings: Strings):
     block = parse_blocks("```demo\nkind: conversation\nprompt: Hi\nmax_new_tokens: 3\n```\n", "docs/zh/x.md")[0]
     validate(block, Limits("tiny", 8192, len, measurements.projection_ids()))
-    trace = BUILDERS["conversation"](block, measurements, strings).data["trace"]
-    assert "kv_slice" not in trace and trace["answer"] and trace["prompt"]["tokens"]
-    assert all(set(step) <= {"index", "phase", "start_ms", "end_ms", "kv_tokens", "kv_bytes", "token"}
-               for step in trace["steps"])
-    ends = [step["end_ms"] for step in trace["steps"]]
+    data = BUILDERS["conversation"](block, measurements, strings).data
+    assert "trace" not in data and "kv_slice" not in json.dumps(data) and data["prompt"]["tokens"]
+    assert all(set(step) == {"end_ms", "kv_tokens", "kv_bytes", "piece", "tps"} for step in data["steps"])
+    ends = [step["end_ms"] for step in data["steps"]]
     assert ends == sorted(ends)
+    # TPS as the build reports it at each step: none at prefill, then 1000 / the mean decode step so far.
+    assert data["steps"][0]["tps"] is None and all(step["tps"] > 0 for step in data["steps"][1:])
 
 
 def test_figure_floats_keep_four_significant_digits(trace, strings: Strings):

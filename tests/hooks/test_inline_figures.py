@@ -181,7 +181,7 @@ def test_published_measurements_by_id_with_their_source_as_the_title():
 
 
 def projection_rows(**extra) -> list[dict]:
-    return [{"model": "m", "device": "d", "dtype": "fp16", "prompt_tokens": n, "tps": tps, **extra}
+    return [{"id": "m/d/fp16", "model": "m", "device": "d", "dtype": "fp16", "prompt_tokens": n, "tps": tps, **extra}
             for n, tps in ((128, 50.0), (4096, 40.0))]
 
 

@@ -205,3 +205,15 @@ def test_text_from_every_source_reaches_the_page_literally_never_as_template_syn
 def test_a_demo_placeholder_lost_on_the_way_through_markdown_is_an_error():
     with pytest.raises(PluginError, match=r"docs/en/x\.md: the page's 1 demo placeholder\(s\) did not come through"):
         fill_slots("<p>nothing here</p>", ["<figure></figure>"], "docs/en/x.md")
+
+
+def test_a_chart_title_is_escaped_for_plotly_and_plain_as_the_charts_accessible_name(en):
+    from hooks.demos.figures import recap
+    from hooks.demos.strings import Strings
+
+    strings = Strings(en.lang, en.path, {**en.values, "recap.title": "TTFT <|im_start|> & TPS"})
+    sweep = {"prompt_lengths": [{"prompt_tokens": n, "ttft_ms": n / 2, "decode_ms_per_token": 20.0, "tps": 50.0}
+                                for n in (128, 512)]}
+    figure = recap.recap(sweep, strings, "source")
+    assert figure["label"] == "TTFT <|im_start|> & TPS"  # set as an attribute by the page: nothing to un-escape
+    assert figure["layout"]["title"]["text"] == "TTFT &lt;|im_start|&gt; &amp; TPS"  # Plotly reads tags in labels

@@ -11,7 +11,7 @@ import simulations.model as M
 from simulations.cost import ModelShape, decode_cost, pass_cost, prefill_cost
 from simulations.generate import AttentionCapture, generate
 from simulations.loader import load_model
-from simulations.projections import load_data
+from simulations.projection_data import load_data
 from simulations.tiny import tiny_config, tiny_weights
 
 

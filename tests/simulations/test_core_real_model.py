@@ -84,7 +84,7 @@ def test_neox_half_split_rope_would_fail_the_same_check(smollm, answer_ids):
 
 def test_the_cost_models_shape_is_the_one_projections_use_for_smollm2(smollm):
     from simulations.cost import ModelShape
-    from simulations.projections import load_data
+    from simulations.projection_data import load_data
 
     assert ModelShape.from_models_json(load_data("models")["models"]["smollm2-135m"]) == smollm.config.shape
 

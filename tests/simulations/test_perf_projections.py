@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from simulations import projection_data
 from simulations import projections as pj
 
 REQUIRED_DEVICES = {"h100-sxm", "h100-pcie", "a100-80gb", "a100-80gb-pcie", "rtx-4090", "rtx-3090", "l4",
@@ -14,9 +15,9 @@ REQUIRED_DEVICES = {"h100-sxm", "h100-pcie", "a100-80gb", "a100-80gb-pcie", "rtx
                     "apple-ane-m3-max"}
 REQUIRED_MODELS = {"llama-3.1-8b", "llama-2-7b", "qwen2.5-7b", "llama-3-70b", "smollm2-135m"}
 REQUIRED_PRECISIONS = {"fp16", "q8_0", "q4_0", "q4_k_m"}
-ARTICLE_MODELS = set(pj.default_models())
-LLAMA_8B = pj.load_data("models")["models"]["llama-3.1-8b"]
-H100 = pj.load_data("accelerators")["devices"]["h100-sxm"]
+ARTICLE_MODELS = set(projection_data.default_models())
+LLAMA_8B = projection_data.load_data("models")["models"]["llama-3.1-8b"]
+H100 = projection_data.load_data("accelerators")["devices"]["h100-sxm"]
 TOY_MODEL = {"layers": 1, "d_model": 4, "heads": 2, "kv_heads": 1, "head_dim": 2, "d_ff": 8, "vocab": 10,
              "tied_embeddings": True}
 
@@ -44,7 +45,7 @@ def source_ids(node: Any) -> set[str]:
 @pytest.mark.parametrize("name, sections", [("accelerators", ("devices", "published_results")),
                                             ("models", ("models", "precisions", "gguf_files"))])
 def test_every_number_in_the_data_files_carries_a_known_source(name: str, sections: tuple[str, ...]) -> None:
-    data = pj.load_data(name)
+    data = projection_data.load_data(name)
     for section in sections:
         assert numbers_without_source(data[section]) == [], section
     assert source_ids(data) <= set(data["sources"])
@@ -53,16 +54,16 @@ def test_every_number_in_the_data_files_carries_a_known_source(name: str, sectio
 
 
 def test_data_files_cover_the_required_devices_models_and_precisions() -> None:
-    assert set(pj.load_data("accelerators")["devices"]) >= REQUIRED_DEVICES
-    assert set(pj.load_data("models")["models"]) >= REQUIRED_MODELS
-    assert set(pj.load_data("models")["precisions"]) >= REQUIRED_PRECISIONS
-    assert {d["class"] for d in pj.load_data("accelerators")["devices"].values()} == set(pj.DEVICE_CLASSES)
+    assert set(projection_data.load_data("accelerators")["devices"]) >= REQUIRED_DEVICES
+    assert set(projection_data.load_data("models")["models"]) >= REQUIRED_MODELS
+    assert set(projection_data.load_data("models")["precisions"]) >= REQUIRED_PRECISIONS
+    assert {d["class"] for d in projection_data.load_data("accelerators")["devices"].values()} == set(pj.DEVICE_CLASSES)
 
 
-@pytest.mark.parametrize("model_id", sorted(pj.load_data("models")["models"]))
+@pytest.mark.parametrize("model_id", sorted(projection_data.load_data("models")["models"]))
 def test_parameter_count_from_shapes_matches_the_published_count(model_id: str) -> None:
-    m = pj.load_data("models")["models"][model_id]
-    assert pj.shape(m).params == pytest.approx(pj.value(m["params"]), rel=0.01)
+    m = projection_data.load_data("models")["models"][model_id]
+    assert pj.shape(m).params == pytest.approx(projection_data.value(m["params"]), rel=0.01)
 
 
 def test_kv_bytes_per_token_is_k_and_v_for_every_layer_and_kv_head_in_fp16() -> None:
@@ -71,26 +72,26 @@ def test_kv_bytes_per_token_is_k_and_v_for_every_layer_and_kv_head_in_fp16() -> 
 
 
 def test_precisions_take_their_real_bits_per_weight_and_q4_is_an_alias_of_q4_0() -> None:
-    assert pj.nominal_bits_per_weight("fp16") == 16
-    assert pj.nominal_bits_per_weight("q8_0") == 8.5
-    assert pj.nominal_bits_per_weight("q4_0") == pj.nominal_bits_per_weight("q4") == 4.5
-    assert pj.nominal_bits_per_weight("q4_k_m") == pytest.approx(4.9, abs=0.05)
+    assert projection_data.nominal_bits_per_weight("fp16") == 16
+    assert projection_data.nominal_bits_per_weight("q8_0") == 8.5
+    assert projection_data.nominal_bits_per_weight("q4_0") == projection_data.nominal_bits_per_weight("q4") == 4.5
+    assert projection_data.nominal_bits_per_weight("q4_k_m") == pytest.approx(4.9, abs=0.05)
     with pytest.raises(ValueError, match="allowed: fp16, q8_0, q4_0, q4_k_m, q4"):
-        pj.precision_of("q3")
+        projection_data.precision_of("q3")
 
 
 def test_a_known_gguf_file_gives_its_own_bits_per_weight() -> None:
     # llama-bench: Llama 3 8B Q4_K_M is 4.58 GiB for 8.03 B parameters; Llama 2 7B Q4_0 3.56 GiB for 6.74 B
-    assert pj.bits_per_weight("llama-3-8b", "q4_k_m") == pytest.approx(4.58 * 2**30 * 8 / 8.03e9)
-    assert pj.bits_per_weight("llama-2-7b", "q4") == pytest.approx(4.537, abs=0.001)
-    assert pj.bits_per_weight("llama-3.1-8b", "q8_0") == 8.5  # no file known: the format's own figure
+    assert projection_data.bits_per_weight("llama-3-8b", "q4_k_m") == pytest.approx(4.58 * 2**30 * 8 / 8.03e9)
+    assert projection_data.bits_per_weight("llama-2-7b", "q4") == pytest.approx(4.537, abs=0.001)
+    assert projection_data.bits_per_weight("llama-3.1-8b", "q8_0") == 8.5  # no file known: the format's own figure
 
 
 def test_quantized_weights_compute_at_the_int8_rate_where_the_device_has_one() -> None:
-    m3_max = pj.load_data("accelerators")["devices"]["apple-m3-max-gpu"]
-    assert pj.device_peak_flops(H100, "fp16") == pj.value(H100["peak_flops"]["fp16"])
-    assert pj.device_peak_flops(H100, "q4_k_m") == pj.value(H100["peak_flops"]["int8"])
-    assert pj.device_peak_flops(m3_max, "q4_0") == pj.value(m3_max["peak_flops"]["fp16"])
+    m3_max = projection_data.load_data("accelerators")["devices"]["apple-m3-max-gpu"]
+    assert projection_data.device_peak_flops(H100, "fp16") == projection_data.value(H100["peak_flops"]["fp16"])
+    assert projection_data.device_peak_flops(H100, "q4_k_m") == projection_data.value(H100["peak_flops"]["int8"])
+    assert projection_data.device_peak_flops(m3_max, "q4_0") == projection_data.value(m3_max["peak_flops"]["fp16"])
 
 
 def test_prefill_flops_are_two_per_weight_per_token_plus_causal_attention_plus_one_lm_head_row() -> None:
@@ -141,7 +142,7 @@ def test_batch_one_decode_is_memory_bound_and_long_prefill_compute_bound_on_an_h
     row = pj.project_one("llama-3.1-8b", "h100-sxm", "fp16", 2048)
     assert row["decode_bound"] == "memory"
     assert row["prefill_bound"] == "compute"
-    weights_ms = 1000 * pj.weight_bytes(LLAMA_8B, 16) / pj.value(H100["bandwidth_bytes_per_s"])
+    weights_ms = 1000 * pj.weight_bytes(LLAMA_8B, 16) / projection_data.value(H100["bandwidth_bytes_per_s"])
     assert row["decode_ms_per_token"] == pytest.approx(weights_ms, rel=0.05)
     assert row["tps"] == pytest.approx(1000 / row["decode_ms_per_token"])
 
@@ -179,7 +180,7 @@ def test_ttft_grows_with_prompt_length_and_at_least_doubles_once_compute_bound()
 
 def test_fits_compares_weights_plus_kv_cache_with_device_memory() -> None:
     for row in pj.project(models=["llama-3.1-8b"])["projections"]:
-        memory = pj.value(pj.load_data("accelerators")["devices"][row["device"]]["memory_bytes"])
+        memory = projection_data.value(projection_data.load_data("accelerators")["devices"][row["device"]]["memory_bytes"])
         needed = row["weight_bytes"] + (row["prompt_tokens"] + 1) * row["kv_bytes_per_token"]
         assert row["memory_needed_bytes"] == needed
         assert row["fits"] is (needed <= memory)
@@ -191,8 +192,8 @@ def test_unknown_model_or_device_names_the_allowed_ones() -> None:
 
 
 def test_the_neural_engine_projection_is_a_stated_range_not_one_number() -> None:
-    ane = pj.load_data("accelerators")["devices"]["apple-ane-m3-max"]
-    assert pj.is_uncertain(ane)
+    ane = projection_data.load_data("accelerators")["devices"]["apple-ane-m3-max"]
+    assert projection_data.is_uncertain(ane)
     assert "precision" in ane["peak_flops"]["fp16"]["note"] and "narrower" in ane["bandwidth_bytes_per_s"]["note"]
     row = pj.project_one("llama-3.1-8b", "apple-ane-m3-max", "fp16", 4096)
     assert row["uncertain"] is True
@@ -221,7 +222,7 @@ def test_at_least_twenty_published_rows_over_six_devices_covering_the_required_d
 
 
 def test_every_published_row_is_fully_sourced_with_a_unique_stable_id() -> None:
-    results = pj.load_data("accelerators")["published_results"]
+    results = projection_data.load_data("accelerators")["published_results"]
     ids = [r["id"] for r in results]
     assert len(ids) == len(set(ids))
     for r in results:
@@ -243,9 +244,9 @@ def test_validation_rows_carry_the_keys_the_figures_read() -> None:
 def test_a_decode_row_is_bounded_at_the_mean_context_of_its_run() -> None:
     row = next(r for r in pj.validate() if r["id"] == "llama-3-8b/rtx-4090/fp16/tg512")
     assert row["context_tokens"] == 256
-    m = pj.load_data("models")["models"]["llama-3-8b"]
-    rtx = pj.load_data("accelerators")["devices"]["rtx-4090"]
-    bits = pj.bits_per_weight("llama-3-8b", "fp16")
+    m = projection_data.load_data("models")["models"]["llama-3-8b"]
+    rtx = projection_data.load_data("accelerators")["devices"]["rtx-4090"]
+    bits = projection_data.bits_per_weight("llama-3-8b", "fp16")
     assert row["bound_tps"] == pytest.approx(rtx["bandwidth_bytes_per_s"]["value"] / pj.decode_bytes(m, bits, 256))
 
 
@@ -267,7 +268,7 @@ def test_summary_gives_min_median_max_fraction_per_device_class_and_phase() -> N
 
 def test_a_published_row_naming_an_unknown_device_is_an_error_naming_the_row() -> None:
     with pytest.raises(ValueError, match="published result 'x/y/fp16/pp512'.*unknown device 'tpu-v9'"):
-        pj._check_published({"id": "x/y/fp16/pp512", "model": "llama-2-7b", "device": "tpu-v9",
+        projection_data.check_published({"id": "x/y/fp16/pp512", "model": "llama-2-7b", "device": "tpu-v9",
                              "precision": "fp16", "phase": "prefill"})
 
 

@@ -92,9 +92,9 @@ def test_roofline_has_the_contract_keys_and_points_per_prompt_length(tiny) -> No
         for key in ("gflops", "gbps", "intensity", "compute_utilization", "bandwidth_utilization", "ms"):
             assert out[phase][key] > 0
     assert out["prefill"]["intensity"] > out["decode"]["intensity"]
-    assert {(p["prompt_tokens"], p["phase"]) for p in out["points"]} == {
-        (n, phase) for n in (16, 32, 64) for phase in ("prefill", "decode")
-    }
+    assert [p["prompt_tokens"] for p in out["points"]] == [16, 32, 64]
+    assert all(p[phase]["intensity"] > 0 for p in out["points"] for phase in ("prefill", "decode"))
+    assert next(p for p in out["points"] if p["prompt_tokens"] == 32)["prefill"] == out["prefill"]
 
 
 def test_measure_peaks_reports_positive_ceilings_and_which_bandwidth_is_the_peak() -> None:

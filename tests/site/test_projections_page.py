@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from simulations import projection_data
 from simulations import projections as pj
 
 PAGES = {"zh": "projections/index.html", "en": "en/projections/index.html"}
@@ -83,7 +84,7 @@ def test_the_summary_crossover_and_neural_engine_tables_are_generated(built_site
     summary = next(t for t in tables if len(t["rows"]) == 1 + 2 * len(pj.DEVICE_CLASSES))
     counts = [int(cells[2]) for cells in summary["rows"][1:]]
     assert sum(counts) == len(pj.validate())
-    crossover = next(t for t in tables if len(t["rows"]) == 1 + len(pj.load_data("accelerators")["devices"]))
+    crossover = next(t for t in tables if len(t["rows"]) == 1 + len(projection_data.load_data("accelerators")["devices"]))
     h100 = next(cells for cells in crossover["rows"] if cells[0] == "NVIDIA H100 SXM")
     assert h100[1] == f"{pj.prefill_crossover_tokens('llama-3.1-8b', 'h100-sxm', 'fp16'):,}"
     neural_engine = tables[-1]

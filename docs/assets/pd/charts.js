@@ -85,8 +85,8 @@ function hoverNotMasked(plot, event) {
  * once it is in view and the reader has engaged. Returns {node, show(position)}; `text` gives the
  * demo's strings (the loading and failure messages).
  *
- * Without `reveal`, show(i) animates to frame i (frames are named by their index; the figure's
- * `frame_keys[i]` says what frame i shows). With `reveal(position, {background})`, show(position) is a
+ * Without `reveal`, show(i) animates to frame i (frames are named by their index; the demo's data
+ * says which frame draws what). With `reveal(position, {background})`, show(position) is a
  * cheap update of the full figure instead, {restyle, relayout, traces} for Plotly.update: no redraw per
  * step of the player. Before the chart is drawn, show() only chooses what it is drawn with.
  */

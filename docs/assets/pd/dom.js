@@ -122,11 +122,6 @@ export function tokenChip(token) {
   return chip;
 }
 
-/** True for an end-of-sequence token the answer does not show. */
-export function isEndToken(token) {
-  return Boolean(token) && /^<\|(im_end|endoftext|end_of_text|eot_id)\|>$|^<\/s>$/.test(token.text ?? "");
-}
-
 const ICON_PATHS = {
   play: "M4 2.5v11l9-5.5z",
   pause: "M3.5 2.5h3v11h-3zM9.5 2.5h3v11h-3z",

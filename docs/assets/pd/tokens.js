@@ -1,6 +1,5 @@
 // Token views shared by the demos: the prompt as chips, and the answer growing token by token.
 import { h, setClass, setText, tokenChip } from "./dom.js";
-import { answerPieces } from "./stage.js";
 
 const ROLES = ["template", "system", "user"];
 
@@ -57,9 +56,9 @@ function inspectableView(tokens, labels) {
 /**
  * What the reader needs to read the chips: a legend of the roles present (chat template, system
  * prompt, the prompt itself) with the build's sentence counting them; null if every token is the
- * prompt's own. `systemDefault`: the system prompt is the model's built-in one.
+ * prompt's own. `prompt`: the JSON's prompt ({ tokens, summary, system_is_default }).
  */
-export function rolesLegend(tokens, summary, text, systemDefault) {
+export function rolesLegend({ tokens, summary, system_is_default: systemDefault }, text) {
   const present = ROLES.filter((role) => tokens.some((token) => token.role === role));
   if (!present.some((role) => role !== "user")) return null;
   const name = (role) => text(role === "system" && systemDefault ? "common.role_system_default" : `common.role_${role}`);
@@ -92,14 +91,17 @@ export function partialLegend(tokens, text) {
 
 /**
  * The answer: one span per shown token, appended and removed so textContent is exactly the text
- * shown; a token whose bytes make no whole character shows its bytes, with a sentence saying why.
+ * shown. Each step carries the piece it adds (the build worked it out): its text, or `{ bytes }` for a
+ * token whose bytes make no whole character, with a sentence saying why. If the pieces do not spell
+ * the recorded answer (`answer.exact` false), the answer itself is shown once every token is out.
  * Under it, the build's notes: why the answer stops (once it has), and the small-model caveat.
  */
-export function answerView(steps, answer, { waiting, incomplete, notes = {} }) {
-  const { pieces, exact } = answerPieces(steps, answer);
-  const spans = pieces.map((piece) => (typeof piece === "string"
-    ? h("span", { class: "pd-answer__token", text: piece })
-    : h("span", { class: "pd-answer__token pd-token pd-token--partial pd-answer__bytes", text: piece.bytes })));
+export function answerView(steps, answer, { waiting, incomplete }) {
+  const spans = steps.map(({ piece }) => ("bytes" in piece
+    ? h("span", { class: "pd-answer__token pd-token pd-token--partial pd-answer__bytes", text: piece.bytes })
+    : h("span", { class: "pd-answer__token", text: piece.text })));
+  const exact = answer.exact;
+  const notes = answer.notes;
   const text = h("span", { class: "pd-answer__text", "data-pd-answer": "" });
   const placeholder = h("span", { class: "pd-answer__waiting", text: waiting });
   const why = h("p", { class: "pd-answer__note", hidden: true, text: incomplete });
@@ -118,7 +120,7 @@ export function answerView(steps, answer, { waiting, incomplete, notes = {} }) {
         whole = complete;
         text.textContent = "";
         shown = 0;
-        if (whole) text.append(h("span", { class: "pd-answer__token", text: answer }));
+        if (whole) text.append(h("span", { class: "pd-answer__token", text: answer.text }));
       }
       if (!whole) {
         while (shown < count) text.append(spans[shown++]);

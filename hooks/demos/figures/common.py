@@ -5,8 +5,8 @@ browser, which re-themes figures with Plotly.relayout when Material's palette ch
 (Material indigo and deep orange, plus mid tones) read on white, on slate and on paper.
 
 No figure carries Plotly's own play buttons or slider: the page's player is the one set of controls and
-drives the frames (docs/assets/pd/charts.js). Frames are named by their index ("0", "1", …); what each
-one shows travels beside them as data (`frame_keys`), so the browser never parses a name.
+drives the frames (docs/assets/pd/charts.js). Frames are named by their index ("0", "1", …); the demo's
+data carries the index of the frame that draws each of its points, so the browser never parses a name.
 """
 
 from __future__ import annotations
@@ -105,13 +105,13 @@ def base_layout(title: str, source: str, *, height: int = 380) -> dict[str, Any]
     }
 
 
-def to_dict(figure: go.Figure, frame_keys: list[Any] | None = None) -> dict[str, Any]:
+def to_dict(figure: go.Figure) -> dict[str, Any]:
     """The figure as plain JSON data for the demo file (plotly's own encoder, typed arrays as bdata),
     with its source note added under the plot and its title as plain text in `label` (the chart's
     accessible name: the browser sets it as an attribute, never as markup).
 
-    An animated figure's frames are named by their index; `frame_keys[i]` is what frame i shows (a
-    prompt length, a source id, …), the data the page looks a frame up by."""
+    An animated figure's frames are named by their index, in the order its builder made them; the demo's
+    data says which frame draws what (its `frame` fields)."""
     meta = figure.layout.meta or {}
     if meta.get("source"):
         figure.add_annotation(text=meta["source"], showarrow=False, xref="paper", yref="paper", x=0, y=0,
@@ -119,13 +119,8 @@ def to_dict(figure: go.Figure, frame_keys: list[Any] | None = None) -> dict[str,
     data = json.loads(figure.to_json())
     data["layout"].pop("meta", None)
     data["label"] = data["layout"]["title"]["text"]
-    frames = data.get("frames") or []
-    if frame_keys is not None or frames:
-        if len(frame_keys or []) != len(frames):
-            raise ValueError(f"{len(frames)} frames but {len(frame_keys or [])} frame keys")
-        for index, frame in enumerate(frames):
-            frame["name"] = str(index)
-        data["frame_keys"] = frame_keys
+    for index, frame in enumerate(data.get("frames") or []):
+        frame["name"] = str(index)
     return finish(data)
 
 

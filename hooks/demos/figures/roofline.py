@@ -19,15 +19,13 @@ def roof(peak_gflops: float, peak_gbps: float, low: float = 0.05, high: float = 
     return xs, [min(peak_gflops, x * peak_gbps) for x in xs]
 
 
-def roofline(peaks: dict[str, float], points: dict[int, dict[str, dict[str, float]]], strings: Strings,
-             source: str) -> dict[str, Any]:
-    """`points[prompt_tokens]["prefill"|"decode"]` holds intensity and gflops; one frame per prompt length
-    (shortest first; `frame_keys` holds the lengths), the figure itself shows the longest."""
+def roofline(peaks: dict[str, float], points: list[dict[str, Any]], strings: Strings, source: str) -> dict[str, Any]:
+    """`points`: the roofline measurement's, by increasing prompt length ({"prompt_tokens", "prefill",
+    "decode"}, each phase with intensity and gflops); frame i draws points[i], the figure itself the last."""
     xs, ys = roof(peaks["peak_gflops"], peaks["peak_gbps"])
-    lengths = sorted(points)
 
-    def markers(n: int) -> list[go.Scatter]:
-        return [go.Scatter(x=[points[n][phase]["intensity"]], y=[points[n][phase]["gflops"]],
+    def markers(point: dict[str, Any]) -> list[go.Scatter]:
+        return [go.Scatter(x=[point[phase]["intensity"]], y=[point[phase]["gflops"]],
                            mode="markers+text", text=[strings[f"common.phase_{phase}"]],
                            textposition="top center", marker={"size": 14, "symbol": symbol},
                            name=strings[f"common.phase_{phase}"])
@@ -35,22 +33,22 @@ def roofline(peaks: dict[str, float], points: dict[int, dict[str, dict[str, floa
 
     roof_trace = go.Scatter(x=xs, y=ys, mode="lines", name=strings["roofline.legend_roof"],
                             line={"width": 3}, hoverinfo="skip")
-    figure = go.Figure(data=[roof_trace, *markers(lengths[-1])],
-                       frames=[go.Frame(data=markers(n), traces=[1, 2]) for n in lengths])
+    figure = go.Figure(data=[roof_trace, *markers(points[-1])],
+                       frames=[go.Frame(data=markers(point), traces=[1, 2]) for point in points])
     figure.update_layout(**base_layout(strings["roofline.title"], source, height=420))
-    all_x = xs + [p[ph]["intensity"] for p in points.values() for ph in ("prefill", "decode")]
-    all_y = ys + [p[ph]["gflops"] for p in points.values() for ph in ("prefill", "decode")]
+    all_x = xs + [p[ph]["intensity"] for p in points for ph in ("prefill", "decode")]
+    all_y = ys + [p[ph]["gflops"] for p in points for ph in ("prefill", "decode")]
     figure.update_xaxes(title_text=strings["roofline.axis_intensity"], type="log",
                         range=[math.log10(min(all_x)) - 0.2, math.log10(max(all_x)) + 0.2])
     figure.update_yaxes(title_text=strings["roofline.axis_gflops"], type="log",
                         range=[math.log10(min(all_y)) - 0.3, math.log10(max(all_y)) + 0.3])
-    return to_dict(figure, frame_keys=lengths)
+    return to_dict(figure)
 
 
 def utilization(rows: list[dict[str, Any]], strings: Strings, source: str) -> dict[str, Any]:
     """Bars of compute and bandwidth utilisation of prefill and of decode, in percent, for ONE source at
-    a time: one frame per source (`frame_keys`: "measured" or a projection id), switched by the demo's
-    hardware picker. `rows`: [{"id", "label", "prefill", "decode"}]."""
+    a time, switched by the demo's hardware picker. `rows`: [{"label", "prefill", "decode", "frame"}], `frame`
+    the index of the frame that draws the row; the figure itself shows rows[0]."""
     categories = [strings["roofline.cat_prefill_compute"], strings["roofline.cat_prefill_bandwidth"],
                   strings["roofline.cat_decode_compute"], strings["roofline.cat_decode_bandwidth"]]
 
@@ -60,7 +58,10 @@ def utilization(rows: list[dict[str, Any]], strings: Strings, source: str) -> di
         return go.Bar(x=categories, y=[100 * v for v in values], name=row["label"], showlegend=True,
                       text=[f"{100 * v:.0f}%" for v in values], textposition="outside")
 
-    figure = go.Figure(data=[bars(rows[0])], frames=[go.Frame(data=[bars(row)], traces=[0]) for row in rows])
+    frames: list[go.Frame | None] = [None] * len(rows)
+    for row in rows:
+        frames[row["frame"]] = go.Frame(data=[bars(row)], traces=[0])
+    figure = go.Figure(data=[bars(rows[0])], frames=frames)
     figure.update_layout(**base_layout(strings["roofline.util_title"], source, height=400))
     figure.update_yaxes(title_text=strings["roofline.axis_util"], range=[0, 115], ticksuffix="%")
-    return to_dict(figure, frame_keys=[row["id"] for row in rows])
+    return to_dict(figure)

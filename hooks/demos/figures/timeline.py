@@ -1,7 +1,7 @@
 """The timeline demo's figure: one request drawn to scale — the prefill block, then one tick per token.
 
-One frame per source and prompt length; `frame_keys` says which is which ({"source": "measured" or a
-projection id, "prompt_tokens": n}), so the page animates to the frame of the reader's choice.
+One frame per source and prompt length: the demo's data gives each point the index of the frame that
+draws it (`frame`), so the browser never composes or parses a frame name.
 """
 
 from __future__ import annotations
@@ -28,21 +28,20 @@ def bars(ttft_ms: float, decode_ms: float, strings: Strings) -> list[go.Bar]:
     ]
 
 
-def timeline(readouts: dict[str, dict[str, dict[str, float]]], strings: Strings, source: str) -> dict[str, Any]:
-    """`readouts[source][str(prompt_tokens)]` holds ttft_ms and decode_ms_per_token for every frame; the
-    figure itself shows the build machine at its shortest prompt."""
-    frames, keys = [], []
-    for source_id, by_length in readouts.items():
-        for length, values in by_length.items():
-            end = values["ttft_ms"] + ANSWER_TOKENS * values["decode_ms_per_token"]
-            frames.append(go.Frame(data=bars(values["ttft_ms"], values["decode_ms_per_token"], strings),
-                                   layout={"xaxis": {"range": [0, end * 1.02]}}))
-            keys.append({"source": source_id, "prompt_tokens": int(length)})
-    first = keys.index({"source": "measured", "prompt_tokens": min(int(n) for n in readouts["measured"])})
-    figure = go.Figure(data=frames[first].data, frames=frames)
+def timeline(sources: list[dict[str, Any]], strings: Strings, source: str) -> dict[str, Any]:
+    """`sources[i]["points"]` hold prompt_tokens, ttft_ms, decode_ms_per_token and `frame`, the index of
+    the frame that draws the point (each point has its own). The figure itself shows the first point."""
+    points = [point for choice in sources for point in choice["points"]]
+    frames: list[go.Frame | None] = [None] * len(points)
+    for point in points:
+        end = point["ttft_ms"] + ANSWER_TOKENS * point["decode_ms_per_token"]
+        frames[point["frame"]] = go.Frame(data=bars(point["ttft_ms"], point["decode_ms_per_token"], strings),
+                                          layout={"xaxis": {"range": [0, end * 1.02]}})
+    first = frames[points[0]["frame"]]
+    figure = go.Figure(data=first.data, frames=frames)
     figure.update_layout(**base_layout(strings.format("timeline.title", tokens=ANSWER_TOKENS), source, height=260),
                          barmode="overlay", showlegend=True)
-    figure.update_layout(frames[first].layout)
+    figure.update_layout(first.layout)
     figure.update_xaxes(title_text=strings["timeline.axis_time"], rangemode="tozero")
     figure.update_yaxes(showticklabels=False)
-    return to_dict(figure, frame_keys=keys)
+    return to_dict(figure)

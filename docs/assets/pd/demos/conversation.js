@@ -2,23 +2,18 @@
 // the first token with its TTFT, then the answer at its recorded pace while the KV cache fills.
 import { h, meter, setText } from "../dom.js";
 import { createPlayer } from "../player.js";
-import { keysHint, prepareStage, promptTokens, readout, shownSteps, ticksOf } from "../stage.js";
+import { keysHint, prepareStage, readout, ticksOf } from "../stage.js";
 import { answerView, phaseBadge, promptView, renderTurn, rolesLegend } from "../tokens.js";
 
 export function mount(demo, data, { reducedMotion }) {
   const { stage, text, format } = prepareStage(demo, data, { focusable: true });
-  const trace = data.trace;
-  const steps = shownSteps(trace);
+  const steps = data.steps;
   const ticks = ticksOf(steps);
-  const finalCache = trace.steps[trace.steps.length - 1];
-  // decodeMs[i]: summed duration of the decode steps among the first i+1 shown steps.
-  const decodeMs = steps.map((step) => (step.phase === "decode" ? step.end_ms - step.start_ms : 0));
-  decodeMs.forEach((ms, i) => { if (i) decodeMs[i] += decodeMs[i - 1]; });
+  const fullCache = steps[steps.length - 1].kv_tokens;
 
-  const tokens = promptTokens(data);
-  const prompt = promptView(tokens, { text: data.prompt?.text });
-  const answer = answerView(steps, trace.answer, {
-    waiting: text("common.waiting"), incomplete: text("common.incomplete_token"), notes: data.answer_notes,
+  const prompt = promptView(data.prompt.tokens, { text: data.prompt.text });
+  const answer = answerView(steps, data.answer, {
+    waiting: text("common.waiting"), incomplete: text("common.incomplete_token"),
   });
   const phase = phaseBadge(text);
   const elapsed = h("span", { class: "pd-elapsed" });
@@ -30,7 +25,7 @@ export function mount(demo, data, { reducedMotion }) {
     h("div", { class: "pd-chat" },
       h("div", { class: "pd-bubble pd-bubble--user" },
         h("span", { class: "pd-bubble__who", text: text("conversation.user") }), prompt.node,
-        rolesLegend(tokens, data.prompt?.summary, text, trace.settings?.system_prompt_is_default)),
+        rolesLegend(data.prompt, text)),
       h("div", { class: "pd-bubble pd-bubble--model" },
         h("span", { class: "pd-bubble__who", text: text("conversation.assistant") }), answer.node)),
     h("div", { class: "pd-status" }, phase.node, elapsed,
@@ -46,12 +41,11 @@ export function mount(demo, data, { reducedMotion }) {
     describe: () => answer.shownText() || text("common.waiting"),
     render(state) {
       renderTurn({ phase, prompt, answer, elapsed, ttft }, state, { text, format, ticks });
-      // TPS as the build reports it: 1000 / mean decode-step time of the steps shown so far.
-      const decoded = state.count - 1;
-      setText(rate.value, decoded > 0 ? `${format.number((decoded * 1000) / decodeMs[state.count - 1])} tok/s` : "–");
       const step = state.count > 0 ? steps[state.count - 1] : null;
+      // TPS as the build reports it at this step (none before the first decode step).
+      setText(rate.value, step?.tps ? `${format.number(step.tps)} tok/s` : "–");
       const tokens = step ? step.kv_tokens : 0;
-      cache.set(tokens / finalCache.kv_tokens,
+      cache.set(tokens / fullCache,
         text("common.kv_meter", { tokens: format.number(tokens, 0), bytes: format.bytes(step ? step.kv_bytes : 0) }));
     },
   });

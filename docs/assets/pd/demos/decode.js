@@ -4,13 +4,13 @@
 import { h, setAttr, setClass, setText, tokenChip } from "../dom.js";
 import { MASK, createChart } from "../charts.js";
 import { createPlayer } from "../player.js";
-import { isIncomplete, keysHint, prepareStage, readout, shownSteps, ticksOf } from "../stage.js";
+import { keysHint, prepareStage, readout, ticksOf } from "../stage.js";
 import { answerView, phaseBadge, phaseOf, rolesLegend } from "../tokens.js";
 
 const CANDIDATES = 5;
 
-/** A token as screen readers are told it: its text, or its bytes if they make no whole character. */
-const shownToken = (token) => (isIncomplete(token) ? token.bytes : token.text);
+/** A step's token as screen readers are told it: its text, or its bytes if they make no whole character. */
+const shownToken = (step) => step.piece.bytes ?? step.token.text;
 
 /**
  * The attention heatmap with its first `shownRows` rows showing, as a cheap update: the figure holds
@@ -56,7 +56,7 @@ function candidatesView(text) {
         setText(view.chip, candidate.text === "" ? "\u00a0" : candidate.text);
         view.fill.style.setProperty("--pd-fill", candidate.prob.toFixed(4));
         setText(view.prob, format.percent(candidate.prob));
-        const chosen = candidate.id === step.token.id;
+        const chosen = candidate.chosen;
         setClass(view.row, "pd-candidate--chosen", chosen);
         setText(view.mark, chosen ? ` (${text("decode.chosen")})` : "");
       });
@@ -66,20 +66,19 @@ function candidatesView(text) {
 
 export function mount(demo, data, { reducedMotion }) {
   const { stage, text, format } = prepareStage(demo, data, { focusable: true });
-  const trace = data.trace;
-  const steps = shownSteps(trace);
+  const steps = data.steps;
   const ticks = ticksOf(steps);
 
   // The cache holds the rendered prompt, then every generated token once the next step consumes it.
-  const cachedTokens = [...(trace.prompt?.tokens || []), ...steps.map((step) => step.token)];
+  const cachedTokens = [...data.prompt.tokens, ...steps.map((step) => step.token)];
   const chips = cachedTokens.map(tokenChip);
   const context = h("p", { class: "pd-context", "aria-hidden": "true" });
   const counter = h("span", { class: "pd-counter" });
   const phase = phaseBadge(text);
   const perToken = readout(text("common.ms_per_token"));
   const elapsed = h("span", { class: "pd-elapsed" });
-  const answer = answerView(steps, trace.answer, {
-    waiting: text("common.waiting"), incomplete: text("common.incomplete_token"), notes: data.answer_notes,
+  const answer = answerView(steps, data.answer, {
+    waiting: text("common.waiting"), incomplete: text("common.incomplete_token"),
   });
   const candidates = candidatesView(text);
 
@@ -93,19 +92,14 @@ export function mount(demo, data, { reducedMotion }) {
     h("div", { class: "pd-bubble" },
       h("span", { class: "pd-bubble__who" }, text("common.kv_cache"),
         h("span", { class: "pd-legend-attention", text: text("decode.weight") })), context,
-      rolesLegend(trace.prompt?.tokens || [], data.prompt?.summary, text, trace.settings?.system_prompt_is_default)),
+      rolesLegend(data.prompt, text)),
     h("div", { class: "pd-bubble pd-bubble--model" },
       h("span", { class: "pd-bubble__who", text: text("common.answer") }), answer.node),
     candidates.node,
     attention?.node,
   );
 
-  const promptLength = trace.prompt?.tokens?.length || 0;
-  // Attention of the step that produced token `count`: row count-2 of the heatmap (one row per decode
-  // step; the build ships the weights once, in the figure), or the trace's own copy if it has one.
-  const attentionRows = figures.attention?.data?.[0]?.z || [];
-  const weightsOf = (count) => steps[count - 1].attention?.weights
-    || (count >= 2 ? (attentionRows[count - 2] || []).filter((weight) => weight !== null) : null);
+  const promptLength = data.prompt.tokens.length;
   let shownChips = 0;
   let weighted = [];
 
@@ -117,7 +111,8 @@ export function mount(demo, data, { reducedMotion }) {
     chips.forEach((chip, i) => setClass(chip, "pd-token--next", count > 0 && i === visible - 1));
     for (const chip of weighted) chip.style.removeProperty("--pd-attention");
     weighted = [];
-    const weights = count > 0 ? weightsOf(count) : null;
+    // The attention the step that produced token `count` gave every cached position (none at prefill).
+    const weights = count > 0 ? steps[count - 1].attention : null;
     if (!weights?.length) return;
     const peak = Math.max(...weights) || 1;
     weights.forEach((weight, i) => {
@@ -135,7 +130,7 @@ export function mount(demo, data, { reducedMotion }) {
     text,
     reducedMotion,
     describe: (state) => (state.count > 0
-      ? `${shownToken(steps[state.count - 1].token)} · ${text("common.tokens_cached", { n: steps[state.count - 1].kv_tokens })}`
+      ? `${shownToken(steps[state.count - 1])} · ${text("common.tokens_cached", { n: steps[state.count - 1].kv_tokens })}`
       : text("common.waiting")),
     render(state) {
       phase.set(phaseOf(state));
@@ -145,7 +140,7 @@ export function mount(demo, data, { reducedMotion }) {
       lastCount = state.count;
       const step = state.count > 0 ? steps[state.count - 1] : null;
       setText(counter, text("common.tokens_cached", { n: format.number(step ? step.kv_tokens : 0, 0) }));
-      setText(perToken.value, step && state.count > 1 ? format.ms(step.end_ms - step.start_ms) : "–");
+      setText(perToken.value, step && state.count > 1 ? format.ms(step.ms) : "–");
       answer.set(state.count);
       showContext(state.count);
       candidates.set(step, format);

@@ -85,7 +85,7 @@ export async function mount(demo, data) {
   await loadStyle();
   const { stage, text, format } = prepareStage(demo, data);
   const plan = data.plan;
-  const build = data.readouts.build;
+  const build = data.build;
   const id = demo.id || "pd-device";
   const query = new URLSearchParams(window.location.search);
   const wantedBackend = query.get("pd-device-backend") || "auto"; // tests pin a backend; readers never need to

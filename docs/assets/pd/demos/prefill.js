@@ -4,7 +4,7 @@
 import { h, meter, setText } from "../dom.js";
 import { createChart } from "../charts.js";
 import { createPlayer } from "../player.js";
-import { keysHint, prepareStage, promptTokens, readout, shownSteps, ticksOf } from "../stage.js";
+import { keysHint, prepareStage, readout, ticksOf } from "../stage.js";
 import { answerView, partialLegend, phaseBadge, promptView, renderTurn, rolesLegend } from "../tokens.js";
 
 /** The K and V heatmaps as a cheap update: both traces fade in once prefill has written them (no redraw). */
@@ -13,36 +13,28 @@ function revealHeatmaps(figure) {
   return (written) => ({ restyle: { opacity: written ? 1 : 0 }, traces });
 }
 
-/** The projected entry (8B model on a real GPU) the build chose for this demo, if any. */
-function projectionOf(data) {
-  const projection = data.readouts?.projection;
-  if (projection) return projection;
-  return Array.isArray(data.projections) ? data.projections[0] : null;
-}
-
 export function mount(demo, data, { reducedMotion }) {
   const { stage, text, format } = prepareStage(demo, data, { focusable: true });
-  const trace = data.trace;
-  const steps = shownSteps(trace);
+  const steps = data.steps;
   const ticks = ticksOf(steps);
-  const prefillStep = trace.steps[0];
 
-  const promptTokenList = promptTokens(data);
+  const promptTokenList = data.prompt.tokens;
   const prompt = promptView(promptTokenList, { inspect: {
     list: text("prefill.tokens_list"), bytes: text("common.bytes_label"), partial: text("prefill.partial_token"),
   } });
-  const answer = answerView(steps, trace.answer, {
-    waiting: text("common.waiting"), incomplete: text("common.incomplete_token"), notes: data.answer_notes,
+  const answer = answerView(steps, data.answer, {
+    waiting: text("common.waiting"), incomplete: text("common.incomplete_token"),
   });
   const phase = phaseBadge(text);
   const tokens = readout(text("common.prompt_tokens"));
   const ttft = readout(text("common.ttft"));
   const elapsed = h("span", { class: "pd-elapsed" });
   const cache = meter(text("prefill.memory_meter"));
-  const projection = projectionOf(data);
+  // The KV cache of the projection the build chose (an 8B model on a real GPU), if any.
+  const projection = data.projection;
   const projected = projection ? meter(text("prefill.memory_meter_projected", {
-    model: projection.model_name || projection.model, device: projection.device_name || projection.device,
-    tokens: format.number(projection.prompt_tokens || 4096, 0), share: format.percent(projection.kv_share_of_memory_at_4k),
+    model: projection.model, device: projection.device,
+    tokens: format.number(projection.prompt_tokens, 0), share: format.percent(projection.share),
   })) : null;
 
   const figures = data.figures || {};
@@ -53,10 +45,10 @@ export function mount(demo, data, { reducedMotion }) {
     h("div", { class: "pd-bubble pd-bubble--user" },
       // The sentence as typed, then the pieces the model reads it as.
       h("span", { class: "pd-bubble__who", text: text("common.prompt") }),
-      h("p", { class: "pd-prompt-text", text: data.prompt?.text ?? "" }),
+      h("p", { class: "pd-prompt-text", text: data.prompt.text }),
       h("span", { class: "pd-bubble__who", text: text("prefill.tokens_label") }), prompt.node,
       partialLegend(promptTokenList, text),
-      rolesLegend(promptTokenList, data.prompt?.summary, text, trace.settings?.system_prompt_is_default)),
+      rolesLegend(data.prompt, text)),
     h("div", { class: "pd-status" }, phase.node, elapsed,
       h("dl", { class: "pd-readouts" }, tokens.node, ttft.node)),
     h("div", { class: "pd-bubble pd-bubble--model" },
@@ -66,11 +58,9 @@ export function mount(demo, data, { reducedMotion }) {
     heatmap?.node,
   );
 
-  setText(tokens.value, format.number(prefillStep.kv_tokens ?? promptTokenList.length, 0));
-  if (projected) {
-    projected.set(projection.kv_share_of_memory_at_4k, format.bytes(projection.kv_bytes_at_4k));
-  }
-  const weights = trace.model?.weight_bytes;
+  setText(tokens.value, format.number(promptTokenList.length, 0));
+  if (projected) projected.set(projection.share, format.bytes(projection.kv_bytes));
+  const weights = data.weight_bytes;
 
   const player = createPlayer({
     root: demo,

@@ -6,20 +6,18 @@ import { h, meter } from "../dom.js";
 import { createChart } from "../charts.js";
 import { createStepper } from "../player.js";
 import { keysHint, prepareStage } from "../stage.js";
-import { sourceLabel } from "./timeline.js";
 
 const PHASES = ["prefill", "decode"];
 const KINDS = ["compute_utilization", "bandwidth_utilization"];
 
 export function mount(demo, data, { reducedMotion }) {
   const { stage, text, format } = prepareStage(demo, data, { focusable: true });
-  const readouts = data.readouts || {};
-  const sources = Object.keys(readouts).filter((key) => readouts[key]?.prefill && readouts[key]?.decode);
-  const state = { source: sources.includes("measured") ? "measured" : sources[0] };
+  const sources = new Map(data.sources.map((source) => [source.id, source]));
+  const state = { source: data.sources[0].id };  // the build machine's measurement comes first
 
   const id = demo.id || "pd-roofline";
   const select = h("select", { class: "pd-select", id: `${id}-source` },
-    ...sources.map((source) => h("option", { value: source }, sourceLabel(source, data, text))));
+    ...data.sources.map((source) => h("option", { value: source.id }, source.label)));
   select.value = state.source;
   const meters = {};
   const groups = PHASES.map((phase) => {
@@ -33,9 +31,9 @@ export function mount(demo, data, { reducedMotion }) {
   const figures = data.figures || {};
   const roofline = figures.roofline ? createChart(figures.roofline, text) : null;
   const utilization = figures.utilization ? createChart(figures.utilization, text) : null;
-  // The roofline's frames are its prompt lengths, shortest first; the longest shows first.
-  const lengths = figures.roofline?.frame_keys || [];
-  const lengthText = (index) => format.number(lengths[index], 0);
+  // The player steps through the prompt lengths the roofline shows, shortest first; the longest shows first.
+  const lengths = roofline ? data.prompt_lengths : [];
+  const lengthText = (index) => format.number(lengths[index].prompt_tokens, 0);
   const player = lengths.length ? createStepper({
     root: demo,
     frames: lengths.length,
@@ -46,8 +44,9 @@ export function mount(demo, data, { reducedMotion }) {
     valueText: (step) => lengthText(step.count - 1),
     describe: (step) => `${text("roofline.prompt_length")} ${lengthText(step.count - 1)}`,
     render(step) {
-      demo.dataset.pdLength = String(lengths[step.count - 1]);
-      roofline.show(step.count - 1);
+      const length = lengths[step.count - 1];
+      demo.dataset.pdLength = String(length.prompt_tokens);
+      roofline.show(length.frame);
     },
   }) : null;
 
@@ -55,22 +54,22 @@ export function mount(demo, data, { reducedMotion }) {
     roofline?.node,
     player?.controls,
     player ? keysHint(demo, text) : null,
-    sources.length ? h("label", { class: "pd-field", for: `${id}-source` },
-      h("span", { text: text("roofline.hardware") }), select) : null,
+    h("label", { class: "pd-field", for: `${id}-source` },
+      h("span", { text: text("roofline.hardware") }), select),
     h("div", { class: "pd-charts", "aria-live": "polite" }, ...groups),
     utilization?.node,
   );
 
   function render() {
-    const values = readouts[state.source] || {};
+    const values = sources.get(state.source);
     for (const phase of PHASES) {
       for (const kind of KINDS) {
         const fraction = values[phase]?.[kind];
         meters[`${phase}.${kind}`].set(fraction, Number.isFinite(fraction) ? format.percent(fraction) : "–");
       }
     }
-    demo.dataset.pdSource = state.source || "";
-    utilization?.show(figures.utilization.frame_keys.indexOf(state.source));
+    demo.dataset.pdSource = state.source;
+    utilization?.show(values.frame);
   }
   select.addEventListener("change", () => {
     state.source = select.value;

@@ -15,12 +15,13 @@ from typing import Any
 
 from hooks.demos import formatting as fmt
 from hooks.demos.blocks import DemoBlock
+from hooks.demos.builders.common import Demo, base, fallback, measured_source
 from hooks.demos.figures.common import round_floats
-from hooks.demos.measurements import Measurements
+from hooks.demos.measurements import REFERENCE_PROMPT_TOKENS, Measurements
 from hooks.demos.strings import Strings
 
 SHAPES_MODEL = "smollm2-135m"  # simulations/data/models.json: the article's model, shapes cited there
-PROMPT_TOKENS = 512  # TTFT of a 512-token prompt; decode steps at that context (as the build's roofline)
+PROMPT_TOKENS = REFERENCE_PROMPT_TOKENS  # TTFT of a 512-token prompt, decode at that context (as the build's roofline)
 ROPE_THETA = 100_000.0  # SmolLM2's; speed does not depend on it, the correctness check does
 RMS_EPS = 1e-5
 WEIGHT_SEED = 135  # the worker's weights: a counter-based hash of (seed, tensor, index), see device/weights.js
@@ -64,7 +65,7 @@ CLAIMS: list[dict[str, Any]] = [
 def smollm2_config() -> Any:
     """SmolLM2-135M's shapes as a ModelConfig, from the cited models data (whatever model the build loads)."""
     from simulations.config import ModelConfig
-    from simulations.projections import load_data
+    from simulations.projection_data import load_data
 
     m = load_data("models")["models"][SHAPES_MODEL]
     return ModelConfig(name=m["name"], arch="llama", n_layers=m["layers"], d_model=m["d_model"], n_heads=m["heads"],
@@ -106,7 +107,8 @@ def build_side(m: Measurements, config: Any) -> dict[str, Any]:
     """The build machine's peaks and its prefill and decode at 512 tokens, as its roofline measured them."""
     result = m.roofline()
     peaks, prefill, decode = result["machine"], result["prefill"], result["decode"]
-    keep = ("ms", "gflops", "gbps", "intensity", "compute_utilization", "bandwidth_utilization")
+    # What the page reads of each phase: its place on the roofline chart and its share of each ceiling.
+    keep = ("intensity", "gflops", "compute_utilization", "bandwidth_utilization")
     return {"model": m.simulator.model_name, "same_shapes": same_shapes(m.simulator.model_summary(), config),
             "prompt_tokens": result["prompt_tokens"],
             "peak_gflops": peaks["peak_gflops"], "peak_gbps": peaks["peak_gbps"],
@@ -114,21 +116,17 @@ def build_side(m: Measurements, config: Any) -> dict[str, Any]:
             "prefill": {k: prefill[k] for k in keep}, "decode": {k: decode[k] for k in keep}}
 
 
-def device(block: DemoBlock, m: Measurements, strings: Strings) -> Any:
+def build(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     """The demo JSON: shapes, costs, plan, claims and the build's figures; the fallback lists the build's."""
-    from hooks.demos.kinds import Demo, _base, _context, measured_source  # kinds registers this builder
-
     lang = strings.lang
     config = smollm2_config()
     build = round_floats(build_side(m, config))
-    measured = measured_source(m.roofline()["machine_info"], build["model"], strings)
-    data = _base(block, strings, measured, None)
-    data.update(
-        model=shapes(config),
-        workload={"prompt_tokens": PROMPT_TOKENS, "weight_seed": WEIGHT_SEED},
-        costs={"prefill": split_costs(config, PROMPT_TOKENS, 0), "decode": split_costs(config, 1, PROMPT_TOKENS)},
-        plan=PLAN, claims=CLAIMS, readouts={"build": build},
-    )
+    measured = measured_source(m.roofline()["machine"], build["model"], strings)
+    data = {**base(block, strings), "model": shapes(config),
+            "workload": {"prompt_tokens": PROMPT_TOKENS, "weight_seed": WEIGHT_SEED},
+            "costs": {"prefill": split_costs(config, PROMPT_TOKENS, 0),
+                      "decode": split_costs(config, 1, PROMPT_TOKENS)},
+            "plan": PLAN, "claims": CLAIMS, "build": build}
     rows = [(strings["device.peak_compute"], fmt.with_unit(build["peak_gflops"], "GFLOP/s", lang)),
             (strings["device.peak_bandwidth"], fmt.with_unit(build["peak_gbps"], "GB/s", lang)),
             (strings.format("device.ttft_at", tokens=fmt.count(PROMPT_TOKENS, lang)), fmt.ms(build["ttft_ms"], lang)),
@@ -136,6 +134,5 @@ def device(block: DemoBlock, m: Measurements, strings: Strings) -> Any:
             (strings["common.tps"], fmt.tps(build["tps"], lang)),
             (strings["device.prefill_compute_util"], fmt.percent(build["prefill"]["compute_utilization"], lang)),
             (strings["device.decode_bandwidth_util"], fmt.percent(build["decode"]["bandwidth_utilization"], lang))]
-    context = _context(block, data, strings, rows, build_caption=strings.format("device.build_caption",
-                                                                                 model=build["model"]))
-    return Demo(data, context)
+    caption = strings.format("device.build_caption", model=build["model"])
+    return Demo(data, fallback(block, strings, measured=measured, rows=rows, build_caption=caption))

@@ -1,0 +1,172 @@
+"""What every demo builder shares: the JSON's common fields, the fallback's context, and the turn.
+
+A "turn" is a prompt and its recorded answer (the conversation, prefill and decode demos). The build
+works out everything the browser would otherwise derive: the steps that show a token (the end-of-turn
+token is not shown), the text each one adds to the answer, and the readouts; the fallback is rendered
+from the same pieces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hooks.demos import formatting as fmt
+from hooks.demos.blocks import DemoBlock
+from hooks.demos.readouts import trace_readouts
+from hooks.demos.strings import Strings
+
+SCHEMA = "prefill-decode-demo/2"  # hooks/demos/demo.schema.json
+CLOCK_DECIMALS = 3  # recorded times keep their order exactly (4 significant digits could tie two tokens)
+
+
+@dataclass
+class Demo:
+    """What a kind builder returns: the JSON for the browser, the context of the static fallback, and the
+    readouts the chapter's prose may cite ({{ conversation.ttft_ms }}), which the browser does not need."""
+
+    data: dict[str, Any]
+    context: dict[str, Any] = field(default_factory=dict)
+    readouts: dict[str, Any] = field(default_factory=dict)
+
+
+def base(block: DemoBlock, strings: Strings) -> dict[str, Any]:
+    """The fields every demo's JSON starts with."""
+    return {"schema": SCHEMA, "kind": block.kind, "lang": strings.lang, "strings": strings.section("common", block.kind)}
+
+
+def measured_source(machine: dict[str, Any], model_name: str, strings: Strings) -> str:
+    return strings.format("common.measured_on", cpu=machine.get("cpu", "?"), cores=machine.get("cores", "?"),
+                          date=machine.get("date", "?"), model=model_name)
+
+
+def projected_source(rows: list[dict[str, Any]], strings: Strings) -> str | None:
+    """The line naming the spec sources of projected rows (each cited as {id, title, url}), once each."""
+    titles = list(dict.fromkeys(source["title"] for row in rows for source in row["sources"]))
+    return strings.format("common.projected_from", sources="; ".join(titles)) if titles else None
+
+
+def fallback(block: DemoBlock, strings: Strings, *, measured: str, projected: str | None = None,
+             rows: list[tuple[str, str]] | None = None, table: dict[str, Any] | None = None,
+             title: str | None = None, **extra: Any) -> dict[str, Any]:
+    """The context of the kind's template in overrides/pd/: caption, note, readouts, table, sources."""
+    return {"title": title or strings[f"{block.kind}.title"], "note": block.note, "rows": rows or [], "table": table,
+            "source_measured": measured, "source_projected": projected, "strings": strings, **extra}
+
+
+# -- a prompt and its answer -------------------------------------------------------------------------
+
+def prompt_summary(trace: dict[str, Any], strings: Strings) -> str | None:
+    """One sentence saying how many of the prompt's tokens the chat template and system prompt add
+    (None when the model read the prompt alone)."""
+    r, lang = trace_readouts(trace), strings.lang
+    if r["template_tokens"] + r["system_tokens"] == 0:
+        return None
+    counts = {"total": fmt.count(r["prompt_tokens"], lang), "template": fmt.count(r["template_tokens"], lang),
+              "user": fmt.count(r["user_tokens"], lang)}
+    if not r["system_tokens"]:
+        return strings.format("common.roles_summary_no_system", **counts)
+    default = trace["settings"].get("system_prompt_is_default")
+    return strings.format("common.roles_summary", **counts, system=fmt.count(r["system_tokens"], lang),
+                          system_name=strings["common.system_name_default" if default else "common.system_name"])
+
+
+def answer_notes(trace: dict[str, Any], strings: Strings, *, caveat: bool = True) -> dict[str, str | None]:
+    """What the reader is told under the answer: why it stops (a cut-off answer is not finished), and
+    that a small model's answer may be wrong."""
+    stopped = None
+    if trace["stop_reason"] == "max_new_tokens":
+        limit = trace["settings"]["max_new_tokens"]
+        stopped = (strings["common.first_token_only"] if limit == 1
+                   else strings.format("common.stopped_at_limit", n=fmt.count(limit, strings.lang)))
+    return {"stopped": stopped,
+            "caveat": strings.format("common.small_model", model=trace["model"]["name"]) if caveat else None}
+
+
+def is_incomplete(token: dict[str, Any]) -> bool:
+    """A token whose bytes never make a whole character (decoded alone it is U+FFFD): shown as its bytes."""
+    return bool(token.get("bytes")) and "\ufffd" in token.get("text", "")
+
+
+def shown_steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    """The steps that show a token: every one that produced a token, but the end-of-turn token."""
+    steps = [step for step in trace["steps"] if step.get("token")]
+    return steps[:-1] if steps and trace["stop_reason"] == "eos" else steps
+
+
+def answer_pieces(steps: list[dict[str, Any]], answer: str) -> tuple[list[dict[str, str]], bool]:
+    """What each shown token adds to the answer — {"text"}, or {"bytes"} for a token that makes no whole
+    character — and whether the pieces spell the recorded answer. A token carrying part of a multi-byte
+    character decodes to that whole character (`partial`), so a run of them would repeat it: the overlap
+    is dropped."""
+    pieces: list[dict[str, str]] = []
+    previous: dict[str, Any] | None = None
+    for step in steps:
+        token = step["token"]
+        if is_incomplete(token):
+            pieces.append({"bytes": token["bytes"]})
+            previous = None
+            continue
+        piece = token.get("text", "")
+        if previous and previous.get("partial") and token.get("partial"):
+            before = previous.get("text", "")
+            overlap = min(len(before), len(piece))
+            while overlap and not before.endswith(piece[:overlap]):
+                overlap -= 1
+            piece = piece[overlap:]
+        pieces.append({"text": piece})
+        previous = token
+    spelled = "".join(piece.get("text", "") for piece in pieces)
+    return pieces, spelled.strip() == answer.replace("\ufffd", "").strip()
+
+
+def answer_parts(pieces: list[dict[str, str]], exact: bool, answer: str) -> list[dict[str, str]]:
+    """The whole answer as the fallback shows it: runs of text, and the bytes of each token that makes no
+    whole character (the pieces, merged); the recorded answer itself if the pieces do not spell it."""
+    if not exact:
+        return [{"text": answer}]
+    parts: list[dict[str, str]] = []
+    for piece in pieces:
+        if "text" in piece and parts and "text" in parts[-1]:
+            parts[-1] = {"text": parts[-1]["text"] + piece["text"]}
+        elif piece.get("text") != "":
+            parts.append(dict(piece))
+    return parts
+
+
+def turn(trace: dict[str, Any], strings: Strings, *, caveat: bool = True,
+         cache_bytes: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The prompt, the answer and the shown steps as the JSON carries them (the kind adds its own step
+    fields; `cache_bytes`: each step's KV-cache size, for a demo with a cache meter), and the fallback's
+    context made from the same data."""
+    steps = shown_steps(trace)
+    pieces, exact = answer_pieces(steps, trace["answer"])
+    prompt = {"text": trace["prompt"]["text"], "summary": prompt_summary(trace, strings),
+              "system_is_default": bool(trace["settings"].get("system_prompt_is_default")),
+              "tokens": [{key: token[key] for key in ("text", "partial", "bytes", "role") if key in token}
+                         for token in trace["prompt"]["tokens"]]}
+    notes = answer_notes(trace, strings, caveat=caveat)
+    shown = [{"end_ms": round(step["end_ms"], CLOCK_DECIMALS), "kv_tokens": step["kv_tokens"], "piece": piece,
+              **({"kv_bytes": step["kv_bytes"]} if cache_bytes else {})}
+             for step, piece in zip(steps, pieces, strict=True)]
+    data = {"prompt": prompt, "answer": {"text": trace["answer"], "exact": exact, "notes": notes}, "steps": shown}
+    context = {"prompt": prompt["text"], "prompt_summary": prompt["summary"], "notes": notes,
+               "answer_parts": answer_parts(pieces, exact, trace["answer"])}
+    return data, context
+
+
+def trace_rows(r: dict[str, Any], strings: Strings) -> list[tuple[str, str]]:
+    """The fallback's readouts of a recorded turn."""
+    lang = strings.lang
+    return [(strings["common.prompt_tokens"], fmt.count(r["prompt_tokens"], lang)),
+            (strings["common.ttft"], fmt.ms(r["ttft_ms"], lang)),
+            (strings["common.answer_tokens"], fmt.count(r["answer_tokens"], lang)),
+            (strings["common.ms_per_token"], fmt.ms(r["decode_ms_per_token"], lang)),
+            (strings["common.tps"], fmt.tps(r["tps"], lang)),
+            (strings["common.kv_cache"], fmt.nbytes(r["kv_bytes_final"], lang))]
+
+
+def phase_readout(ttft_ms: float, decode_ms: float) -> dict[str, float]:
+    """TTFT, decode pace and the TPS it makes (one place where TPS comes from milliseconds per token)."""
+    return {"ttft_ms": ttft_ms, "decode_ms_per_token": decode_ms, "tps": 1000.0 / decode_ms if decode_ms else 0.0}
+
