@@ -35,20 +35,15 @@ def kv_heatmap(trace: dict[str, Any], strings: Strings, source: str) -> dict[str
         common = {"x": dims, "y": rows, "coloraxis": "coloraxis", "zsmooth": "fast"}
         return [go.Heatmap(z=k_z, name="K", **common), go.Heatmap(z=v_z, name="V", **common)]
 
-    figure = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
+    figure = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
                            subplot_titles=(strings["prefill.k_title"], strings["prefill.v_title"]))
     for col, trace_ in enumerate(heatmaps(k, v), start=1):
         figure.add_trace(trace_, row=1, col=col)
-    # K's title ends where K ends and V's starts where V starts: on a phone each heatmap is narrower than
-    # its title, and centred titles ran into each other; these grow apart, whatever their length.
-    k_title, v_title = figure.layout.annotations
-    k_title.update(x=figure.layout.xaxis.domain[1], xanchor="right")
-    v_title.update(x=figure.layout.xaxis2.domain[0], xanchor="left")
     title = strings.format("prefill.kv_heatmap_title", layer=kv["layer"], dims=kv["dims"])
     height = max(320, 18 * len(rows) + 160)
     figure.update_layout(**base_layout(title, source, height=height, animated=True))
     figure.update_layout(coloraxis={"colorscale": DIVERGING, "cmid": 0, "cmin": -limit, "cmax": limit,
-                                    "colorbar": {"title": {"text": strings["prefill.value"]}, "thickness": 14}},
+                                    "colorbar": {"title": {"text": strings["prefill.value"]}}},
                          **animation_controls(["empty", "full"], [strings["prefill.frame_empty"],
                                                                   strings["prefill.frame_full"]], strings))
     figure.update_yaxes(tickvals=rows, ticktext=labels, autorange="reversed", row=1, col=1)
@@ -58,6 +53,12 @@ def kv_heatmap(trace: dict[str, Any], strings: Strings, source: str) -> dict[str
     # reason the axis is named once, under K: two titles side by side ran into each other.
     figure.update_xaxes(tickvals=sorted({0, len(dims) // 2}), tickangle=0)
     figure.update_xaxes(title_text=strings["prefill.axis_dim"], row=1, col=1)
+    # K's title ends where K ends and V's starts where V starts: on a phone each heatmap is narrower than
+    # its title, and centred titles ran into each other; these grow apart, whatever their length.
+    k_title, v_title = figure.layout.annotations
+    k_title.update(x=figure.layout.xaxis.domain[1], xanchor="right")
+    v_title.update(x=figure.layout.xaxis2.domain[0], xanchor="left")
+    figure.update_layout(coloraxis_colorbar_thickness=14)  # the heatmaps get the width a thick bar took
     figure.update_yaxes(title_text=strings["prefill.axis_token"], row=1, col=1)
     figure.frames = [go.Frame(name="empty", data=heatmaps(empty, empty), traces=[0, 1]),
                      go.Frame(name="full", data=heatmaps(k, v), traces=[0, 1])]
