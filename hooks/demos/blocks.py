@@ -1,4 +1,5 @@
-"""`demo` fenced blocks: find them in a chapter's Markdown, parse their YAML, validate their options.
+"""`demo` fenced blocks: parse their YAML and validate their options, per kind (hooks/markdown_blocks.py finds
+them in a chapter's Markdown).
 
 Every error is an AuthoringMistake (a PluginError) that names the source file, the line in that file
 and what is allowed; hooks/demos/site.py reports it at the block's place (hooks/authoring.py).
