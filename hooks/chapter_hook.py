@@ -1,5 +1,5 @@
 """MkDocs hook: chapter numbers above each chapter title, the landing page's reading time and chapter list,
-and small fixes to Material's HTML (hooks/page_markup.py).
+and translation-parity warnings (hooks/parity.py). Patches to Material's HTML are hooks/markup_hook.py's.
 
 Labels come from each language's `extra` block in mkdocs.yml (`chapter_label`, `reading_time`), so a
 translator never edits Python.
@@ -17,12 +17,6 @@ from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
 from hooks.chapters import article_reading_minutes, chapter_number, chapters_of
-from hooks.page_markup import (
-    drop_head_alternates,
-    label_table_rows,
-    load_theme_script_on_engagement,
-    name_search_dialog,
-)
 from hooks.parity import parity_problems
 
 log = get_plugin_logger(__name__)
@@ -75,10 +69,3 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
     # md_in_html keeps the list Markdown while giving the whole list one class for styling.
     return markdown.replace(_CHAPTER_LIST, f'<div class="pd-chapter-list" markdown>\n\n{chapter_list}\n\n</div>')
 
-
-def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-    return label_table_rows(html)
-
-
-def on_post_page(output: str, *, page: Page, config: MkDocsConfig) -> str:
-    return load_theme_script_on_engagement(name_search_dialog(drop_head_alternates(output)))

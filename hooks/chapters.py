@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from hooks.markdown_blocks import without_fences
+
 # Fixed slugs, the same in every language; the order is the reading order.
 CHAPTER_SLUGS: tuple[str, ...] = ("two-phases", "prefill", "decode", "ttft-tps", "bottleneck", "summary")
 PAGE_SLUGS: tuple[str, ...] = ("index", *CHAPTER_SLUGS)
@@ -21,7 +23,6 @@ WORDS_PER_MINUTE = 200
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
-_FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1\s*$", re.S | re.M)
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _FIGURE_REF = re.compile(r"\{\{.*?\}\}")
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
@@ -43,7 +44,7 @@ def chapter_number(slug: str) -> int | None:
 def readable_text(markdown: str) -> str:
     """The prose a reader reads: front matter, code/demo fences, comments and figure refs removed."""
     text = _FRONT_MATTER.sub("", markdown)
-    text = _FENCE.sub("", text)
+    text = without_fences(text)
     text = _HTML_COMMENT.sub("", text)
     return _FIGURE_REF.sub("", text)
 

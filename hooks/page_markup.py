@@ -1,4 +1,4 @@
-"""Small fixes to the HTML Material renders, applied to each finished page."""
+"""Small fixes to the HTML that Markdown and Material render; hooks/markup_hook.py applies them to each page."""
 
 from __future__ import annotations
 

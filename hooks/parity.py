@@ -17,8 +17,8 @@ from pathlib import Path
 import yaml
 
 from hooks.claims.syntax import find_claims
+from hooks.markdown_blocks import demo_fences, without_fences
 
-_FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=fence)\s*$", re.S | re.M)
 _HEADING = re.compile(r"^#{1,6}\s+\S", re.M)
 _KIND = re.compile(r"^kind\s*:\s*(\S+)", re.M)
 _MARKER = re.compile(r"<!--\s*pd:([a-z0-9-]+)\s*-->")
@@ -37,12 +37,10 @@ class PageShape:
 def page_shape(markdown: str) -> PageShape:
     """What must match across languages: the demo kinds in order, the heading count, the markers a hook
     replaces with generated content (the reading time, a generated table…), in order, and the claims."""
-    kinds = []
-    for fence in _FENCE.finditer(markdown):
-        if fence.group("info").strip().split(" ")[0] == "demo":
-            kind = _KIND.search(fence.group("body"))
-            kinds.append(kind.group(1) if kind else "?")
-    prose = _FENCE.sub("", markdown)
+    lines = markdown.split("\n")
+    kinds = [kind.group(1) if (kind := _KIND.search("\n".join(fence.body(lines)))) else "?"
+             for fence in demo_fences(markdown)]
+    prose = without_fences(markdown)
     claims = tuple(tuple(" ".join(a.condition.split()) for a in claim.alternatives) for claim in find_claims(markdown))
     return PageShape(tuple(kinds), len(_HEADING.findall(prose)), tuple(_MARKER.findall(prose)), claims)
 

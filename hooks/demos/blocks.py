@@ -1,4 +1,5 @@
-"""`demo` fenced blocks: find them in a chapter's Markdown, parse their YAML, validate their options.
+"""`demo` fenced blocks: parse their YAML and validate their options, per kind (hooks/markdown_blocks.py finds
+them in a chapter's Markdown).
 
 Every error is an AuthoringMistake (a PluginError) that names the source file, the line in that file
 and what is allowed; hooks/demos/site.py reports it at the block's place (hooks/authoring.py).
@@ -7,13 +8,14 @@ and what is allowed; hooks/demos/site.py reports it at the block's place (hooks/
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from hooks.authoring import AuthoringMistake
+from hooks.markdown_blocks import demo_fences
 
 KINDS: tuple[str, ...] = ("conversation", "prefill", "decode", "timeline", "roofline", "recap", "device")
 # Kinds that record a prompt (and so need one).
@@ -37,18 +39,6 @@ MAX_NOTE_CHARS = 400
 MAX_LIST_ITEMS = 8
 MIN_PROMPT_LENGTH = 8  # a sweep point shorter than this measures only noise
 MIN_CONTEXT = 8
-
-_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*?)[ \t]*$")
-
-
-@dataclass(frozen=True)
-class Fence:
-    """A fenced code region: 0-based line indices of its opening and closing fence lines."""
-
-    start: int
-    end: int  # index of the closing fence line (or the last line when the fence is never closed)
-    info: str
-    indent: str
 
 
 @dataclass
@@ -80,31 +70,6 @@ def fail(src_path: str, line: int, what: str, allowed: str) -> AuthoringMistake:
     return AuthoringMistake(src_path, line, f"{what} — allowed: {allowed}")
 
 
-def iter_fences(lines: list[str]) -> Iterator[Fence]:
-    """Top-level fenced regions, in order (a fence inside another fence is content, not a fence)."""
-    i = 0
-    while i < len(lines):
-        match = _FENCE_OPEN.match(lines[i])
-        if not match:
-            i += 1
-            continue
-        fence, indent = match.group("fence"), match.group("indent")
-        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
-        end = i + 1
-        while end < len(lines) and not closing.match(lines[end]):
-            end += 1
-        yield Fence(i, min(end, len(lines) - 1), match.group("info").strip(), indent)
-        i = end + 1
-
-
-def is_demo_fence(fence: Fence) -> bool:
-    return fence.info == "demo" or fence.info.split()[:1] == ["demo"]
-
-
-def demo_fences(markdown: str) -> list[Fence]:
-    return [f for f in iter_fences(markdown.split("\n")) if is_demo_fence(f)]
-
-
 @dataclass(frozen=True)
 class BlockSource:
     """The text of one `demo` block: its body lines (dedented) and the 1-based line of its opening fence."""
@@ -116,8 +81,7 @@ class BlockSource:
 def block_sources(source: str) -> list[BlockSource]:
     """Every `demo` block of a page's raw source, unparsed (front matter included, so lines match the file)."""
     lines = source.split("\n")
-    return [BlockSource(fence.start + 1, [_dedent(line, fence.indent) for line in lines[fence.start + 1 : fence.end]])
-            for fence in iter_fences(lines) if is_demo_fence(fence)]
+    return [BlockSource(fence.start + 1, fence.body(lines)) for fence in demo_fences(source)]
 
 
 def parse_blocks(source: str, src_path: str) -> list[DemoBlock]:
@@ -128,10 +92,6 @@ def parse_blocks(source: str, src_path: str) -> list[DemoBlock]:
 def parse_block(block: BlockSource, src_path: str, index: int) -> DemoBlock:
     """One block's YAML as a DemoBlock (the index-th block of its page), or its AuthoringMistake."""
     return _parse_block(block.body_lines, src_path, block.line, index)
-
-
-def _dedent(line: str, indent: str) -> str:
-    return line[len(indent) :] if indent and line.startswith(indent) else line
 
 
 def _parse_block(body_lines: list[str], src_path: str, line: int, index: int) -> DemoBlock:

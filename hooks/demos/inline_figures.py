@@ -19,8 +19,8 @@ from markupsafe import escape
 
 from hooks.authoring import mistake
 from hooks.demos import formatting as fmt
-from hooks.demos.blocks import iter_fences
 from hooks.demos.readouts import cache_point, projection_rows, sweep_point
+from hooks.markdown_blocks import iter_fences
 
 _REF = re.compile(r"(?P<code>(?P<ticks>`+).+?(?P=ticks))|\{\{(?P<body>.*?)\}\}", re.S)
 _NAME = re.compile(r"^\s*(?P<name>[a-z_][a-z0-9_.]*)(?:@(?P<arg>[^\s{}]+))?\s*$")

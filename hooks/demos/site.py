@@ -31,6 +31,7 @@ from hooks.demos.cache import ResultCache, source_hash
 from hooks.demos.measurements import Measurements, sweep_settings
 from hooks.demos.simulator import NumpySimulator, Simulator, model_spec, simulations_dir
 from hooks.demos.strings import Strings, load_strings, readable_strings
+from hooks.markdown_blocks import demo_fences
 
 log = get_plugin_logger(__name__)
 
@@ -196,7 +197,7 @@ class DemoSite:
         if not demos.places:
             return markdown
         lines = markdown.split("\n")
-        fences = [f for f in blocks.iter_fences(lines) if blocks.is_demo_fence(f)]
+        fences = demo_fences(markdown)
         if len(fences) != len(demos.places):
             raise PluginError(f"{demos.src_path}: found {len(fences)} demo blocks in the page but "
                               f"{len(demos.places)} in the file — another hook changed them")

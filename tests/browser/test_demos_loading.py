@@ -1,5 +1,6 @@
 """How the demos load: nothing heavy until the reader engages, charts drawn in the frame the player is
-on (see also test_chart_driver.py), captions with their placeholders filled."""
+on (see also test_chart_driver.py), chart titles, legends, bars and ticks that neither collide nor clip on a
+phone, captions with their placeholders filled."""
 
 from __future__ import annotations
 
@@ -94,6 +95,68 @@ def test_chart_titles_and_legends_fit_inside_their_chart_on_a_phone(open_page, l
             box = part.bounding_box()
             assert box["x"] >= svg["x"] - 1 and box["x"] + box["width"] <= svg["x"] + svg["width"] + 1, \
                 (part.text_content(), box, svg)
+    log.assert_clean()
+
+
+def drawn_charts(open_page, lang: str, kind: str, width: int):
+    """The first demo of `kind` live at `width` px, every chart of it drawn: (page, log, charts)."""
+    page, log, demo = open_demo(open_page, lang, kind, query="", viewport={"width": width, "height": 900})
+    charts = demo.locator(".pd-chart").all()
+    for chart in charts:
+        chart.scroll_into_view_if_needed()
+        engage(page, chart)
+        page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(), timeout=TIMEOUT_MS)
+    return page, log, charts
+
+
+def subplot_title_boxes(chart) -> list[dict]:
+    """Boxes of a chart's subplot titles: its annotations but the source note under the plot."""
+    return chart.evaluate("""el => {
+        const names = el.querySelector('.js-plotly-plot').layout.annotations.map((a) => a.name);
+        return [...el.querySelectorAll('.infolayer g.annotation')]
+          .filter((g) => names[Number(g.dataset.index)] !== 'pd-source')
+          .map((g) => { const r = g.getBoundingClientRect(); return { x: r.x, y: r.y, width: r.width, height: r.height }; });
+    }""")
+
+
+def overlapping_pairs(boxes: list[dict]) -> list[tuple[dict, dict]]:
+    return [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if boxes_overlap(a, b)]
+
+
+@pytest.mark.parametrize("width", [1280, 360, 320])
+@pytest.mark.parametrize("lang", ["", "en/"])
+def test_recap_subplot_titles_stay_clear_of_the_legend_and_of_each_other(open_page, lang, width):
+    page, log, (chart,) = drawn_charts(open_page, lang, "recap", width)
+    titles = subplot_title_boxes(chart)
+    legend = chart.locator(".legend").first.bounding_box()
+    assert len(titles) == 2 and legend
+    for title in titles:
+        assert not boxes_overlap(title, legend), (title, legend)
+    assert overlapping_pairs(titles) == []
+    log.assert_clean()
+
+
+@pytest.mark.parametrize("width", [1280, 360])
+def test_prefill_time_bars_are_all_drawn_the_same_width(open_page, width):
+    """One bar per measured prompt length; on a log axis the first was wider than the chart."""
+    page, log, charts = drawn_charts(open_page, "", "prefill", width)
+    bars = charts[1].locator(".trace.bars .point path").all()
+    widths = [bar.bounding_box()["width"] for bar in bars]
+    assert len(widths) >= 4 and widths[0] > 4, widths
+    assert max(widths) - min(widths) <= 1, widths
+    log.assert_clean()
+
+
+@pytest.mark.parametrize("width", [360, 320])
+@pytest.mark.parametrize("lang", ["", "en/"])
+def test_kv_heatmap_labels_do_not_collide_on_a_phone(open_page, lang, width):
+    """Tick labels of K and V (and the two heatmaps' titles) each have a place of their own at phone width."""
+    page, log, charts = drawn_charts(open_page, lang, "prefill", width)
+    heatmap = charts[0]
+    ticks = [tick.bounding_box() for tick in heatmap.locator(".xtick text, .x2tick text, .ytick text").all()]
+    assert len(ticks) >= 4
+    assert overlapping_pairs(ticks) == []
+    assert overlapping_pairs(subplot_title_boxes(heatmap)) == []
     log.assert_clean()
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from mkdocs.exceptions import PluginError
 
-from hooks.demos.blocks import Limits, demo_fences, parse_blocks, validate
+from hooks.demos.blocks import Limits, parse_blocks, validate
+from hooks.markdown_blocks import demo_fences
 
 SRC = "docs/zh/x.md"
 LIMITS = Limits(model_name="tiny-random", max_context=100, count_prompt_tokens=lambda text: len(text.split()),

@@ -109,10 +109,35 @@ def test_roofline_has_the_roof_and_both_phases_with_a_frame_per_prompt_length(me
     assert max(figure["data"][0]["y"]) == pytest.approx(200.0)  # compute ceiling = peak GFLOP/s
 
 
-def test_recap_puts_ttft_beside_tps(measurements, strings: Strings):
+def test_recap_puts_ttft_above_tps_with_the_legend_clear_of_the_subplot_titles(measurements, strings: Strings):
     figure = recap.recap(measurements.sweep(), strings, SOURCE)
+    layout = figure["layout"]
     assert [t["name"] for t in figure["data"]] == [strings["common.ttft"], strings["common.tps"]]
-    assert figure["layout"]["xaxis2"]["title"]["text"] == strings["common.axis_prompt_tokens"]
+    assert layout["xaxis2"]["title"]["text"] == strings["common.axis_prompt_tokens"]
+    assert layout["yaxis"]["domain"][0] > layout["yaxis2"]["domain"][1]  # TTFT's plot is above TPS's
+    titles = [a for a in layout["annotations"] if a["text"] in (strings["recap.ttft_title"], strings["recap.tps_title"])]
+    plots_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    for title in titles:  # the legend's bottom edge is a whole title row above the highest subplot title
+        assert layout["legend"]["yanchor"] == "bottom" and (layout["legend"]["y"] - title["y"]) * plots_px >= 30
+
+
+def test_prefill_time_bars_stand_on_one_category_per_prompt_length(measurements, strings: Strings, trace):
+    """On a log axis a bar's width is in data units: each bar came out a different width."""
+    figure = prefill.prefill_time(measurements.sweep(), trace["model"], strings, SOURCE)
+    lengths = [f"{p['prompt_tokens']:,}" for p in measurements.sweep()["prompt_lengths"]]
+    assert figure["layout"]["xaxis"]["type"] == "category"
+    assert all(t["x"] == lengths for t in figure["data"])
+
+
+def test_kv_heatmap_has_two_upright_ticks_per_matrix_and_titles_that_grow_apart(trace, strings: Strings):
+    figure = prefill.kv_heatmap(trace, strings, SOURCE)
+    layout = figure["layout"]
+    for axis in ("xaxis", "xaxis2"):
+        assert layout[axis]["tickvals"] == [0, trace["kv_slice"]["dims"] // 2] and layout[axis]["tickangle"] == 0
+    k_title, v_title = (a for a in layout["annotations"] if a["text"] in (strings["prefill.k_title"],
+                                                                          strings["prefill.v_title"]))
+    assert (k_title["xanchor"], k_title["x"]) == ("right", layout["xaxis"]["domain"][1])
+    assert (v_title["xanchor"], v_title["x"]) == ("left", layout["xaxis2"]["domain"][0])
 
 
 def test_figures_carry_no_fixed_background_or_font_colour(measurements, strings: Strings):

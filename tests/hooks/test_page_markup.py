@@ -1,10 +1,17 @@
-"""Fixes to the rendered HTML: comparison tables get row headers a screen reader can announce."""
+"""Fixes to the rendered HTML: row headers a screen reader can announce, a named search dialog, no head
+hreflang links, Material's script prefetched for the first gesture — applied to every page by markup_hook."""
 
 from __future__ import annotations
 
 import markdown
 
-from hooks.page_markup import label_table_rows, load_theme_script_on_engagement
+from hooks import markup_hook
+from hooks.page_markup import (
+    drop_head_alternates,
+    label_table_rows,
+    load_theme_script_on_engagement,
+    name_search_dialog,
+)
 
 COMPARISON = """
 |  | Prefill | Decode |
@@ -51,3 +58,30 @@ def test_materials_script_becomes_a_prefetch_for_the_first_gesture_and_nothing_e
     assert "<script src=\"../assets/javascripts/bundle" not in changed
     assert '<script src="../assets/pd/main.js" type="module"></script>' in changed
     assert load_theme_script_on_engagement(changed) == changed
+
+
+HEAD = ('<head><link rel="alternate" href="/en/decode/" hreflang="en">\n'
+        '<link rel="alternate" href="/decode/" hreflang="zh"></head>')
+SEARCH = ('<div class="md-search" data-md-component="search" role="dialog">'
+          '<input type="text" class="md-search__input" name="query" aria-label="搜索" placeholder="搜索">')
+SWITCHER = '<a href="/en/decode/" hreflang="en" class="md-select__link">English</a>'
+
+
+def test_the_heads_hreflang_links_go_and_the_language_switchers_stay():
+    page = f"{HEAD}<body>{SWITCHER}</body>"
+    assert drop_head_alternates(page) == f"<head></head><body>{SWITCHER}</body>"
+
+
+def test_the_search_dialog_is_named_by_its_placeholder_in_the_pages_language():
+    named = name_search_dialog(SEARCH)
+    assert '<div class="md-search" data-md-component="search" role="dialog" aria-label="搜索">' in named
+    assert name_search_dialog("<body>no search</body>") == "<body>no search</body>"
+
+
+def test_the_markup_hook_applies_every_patch_to_each_finished_page():
+    page = (f"{HEAD}<body>{SEARCH}"
+            '<script src="../assets/javascripts/bundle.a5f9d56c.min.js"></script></body>')
+    patched = markup_hook.on_post_page(page, page=None, config=None)
+    assert "hreflang" not in patched and 'aria-label="搜索">' in patched and "data-pd-theme-script" in patched
+    table = markup_hook.on_page_content(render(COMPARISON), page=None, config=None, files=None)
+    assert '<th scope="row">Runs</th>' in table

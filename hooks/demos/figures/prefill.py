@@ -42,7 +42,17 @@ def kv_heatmap(trace: dict[str, Any], strings: Strings, source: str) -> dict[str
                                     "colorbar": {"title": {"text": strings["prefill.value"]}}})
     figure.update_yaxes(tickvals=rows, ticktext=labels, autorange="reversed", row=1, col=1)
     figure.update_yaxes(autorange="reversed", row=1, col=2)
-    figure.update_xaxes(title_text=strings["prefill.axis_dim"])
+    # Two ticks per heatmap, upright: on a phone each heatmap is about 60 px wide, and Plotly's own ticks
+    # (every 5th dimension, turned sideways) collided, the last of K with the first of V. For the same
+    # reason the axis is named once, under K: two titles side by side ran into each other.
+    figure.update_xaxes(tickvals=sorted({0, len(dims) // 2}), tickangle=0)
+    figure.update_xaxes(title_text=strings["prefill.axis_dim"], row=1, col=1)
+    # K's title ends where K ends and V's starts where V starts: on a phone each heatmap is narrower than
+    # its title, and centred titles ran into each other; these grow apart, whatever their length.
+    k_title, v_title = figure.layout.annotations
+    k_title.update(x=figure.layout.xaxis.domain[1], xanchor="right")
+    v_title.update(x=figure.layout.xaxis2.domain[0], xanchor="left")
+    figure.update_layout(coloraxis_colorbar_thickness=14)  # the heatmaps get the width a thick bar took
     figure.update_yaxes(title_text=strings["prefill.axis_token"], row=1, col=1)
     return to_dict(figure)
 
@@ -52,16 +62,18 @@ def prefill_time(sweep: dict[str, Any], model: dict[str, Any], strings: Strings,
     points = sweep["prompt_lengths"]
     lengths = [p["prompt_tokens"] for p in points]
     split = [prefill_flops_split(model, n) for n in lengths]
+    # One category per measured length: on a log axis a bar's width is in data units, so each bar came out
+    # a different width (the first one wider than the chart); categories give every bar the same width.
+    categories = [f"{n:,}" for n in lengths]
     figure = make_subplots(specs=[[{"secondary_y": True}]])
-    figure.add_trace(go.Bar(x=lengths, y=[lin / 1e9 for lin, _ in split], name=strings["prefill.legend_linear"],
+    figure.add_trace(go.Bar(x=categories, y=[lin / 1e9 for lin, _ in split], name=strings["prefill.legend_linear"],
                             opacity=0.55), secondary_y=True)
-    figure.add_trace(go.Bar(x=lengths, y=[att / 1e9 for _, att in split], name=strings["prefill.legend_attention"],
+    figure.add_trace(go.Bar(x=categories, y=[att / 1e9 for _, att in split], name=strings["prefill.legend_attention"],
                             opacity=0.55), secondary_y=True)
-    figure.add_trace(go.Scatter(x=lengths, y=[p["ttft_ms"] for p in points], mode="lines+markers",
+    figure.add_trace(go.Scatter(x=categories, y=[p["ttft_ms"] for p in points], mode="lines+markers",
                                 name=strings["prefill.legend_measured"], line={"width": 3}), secondary_y=False)
     figure.update_layout(**base_layout(strings["prefill.time_title"], source), barmode="stack")
-    figure.update_xaxes(title_text=strings["common.axis_prompt_tokens"], type="log",
-                        tickvals=lengths, ticktext=[f"{n:,}" for n in lengths])
+    figure.update_xaxes(title_text=strings["common.axis_prompt_tokens"], type="category", tickfont={"size": 11})
     figure.update_yaxes(title_text=strings["common.axis_ttft_ms"], secondary_y=False, rangemode="tozero")
     figure.update_yaxes(title_text=strings["prefill.axis_gflop"], secondary_y=True, showgrid=False,
                         rangemode="tozero")

@@ -1,4 +1,4 @@
-// recap (summary): one compact figure, TTFT against prompt length beside TPS against prompt length.
+// recap (summary): one compact figure, TTFT against prompt length above TPS against prompt length.
 import { createChart } from "../charts.js";
 import { prepareStage } from "../stage.js";
 
