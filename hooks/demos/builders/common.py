@@ -121,16 +121,18 @@ def answer_pieces(steps: list[dict[str, Any]], answer: str) -> tuple[list[dict[s
 
 
 def answer_parts(pieces: list[dict[str, str]], exact: bool, answer: str) -> list[dict[str, str]]:
-    """The whole answer as the fallback shows it: runs of text, and the bytes of each token that makes no
-    whole character (the pieces, merged); the recorded answer itself if the pieces do not spell it."""
+    """The whole answer as the fallback shows it: the pieces, each run of text joined, and each run of
+    tokens that make no whole character as one box of their bytes; the recorded answer itself if the
+    pieces do not spell it."""
     if not exact:
         return [{"text": answer}]
     parts: list[dict[str, str]] = []
     for piece in pieces:
-        if "text" in piece and parts and "text" in parts[-1]:
-            parts[-1] = {"text": parts[-1]["text"] + piece["text"]}
-        elif piece.get("text") != "":
-            parts.append(dict(piece))
+        kind, value = next(iter(piece.items()))
+        if parts and kind in parts[-1]:
+            parts[-1] = {kind: parts[-1][kind] + value if kind == "text" else f"{parts[-1][kind]} {value}"}
+        elif value:
+            parts.append({kind: value})
     return parts
 
 
