@@ -169,6 +169,6 @@ def trace_rows(r: dict[str, Any], strings: Strings) -> list[tuple[str, str]]:
 
 
 def phase_readout(ttft_ms: float, decode_ms: float) -> dict[str, float]:
-    """TTFT, decode pace and the TPS it makes (one place where TPS comes from milliseconds per token)."""
+    """TTFT, decode pace and the TPS it makes, for the sweep and projection rows the demos show."""
     return {"ttft_ms": ttft_ms, "decode_ms_per_token": decode_ms, "tps": 1000.0 / decode_ms if decode_ms else 0.0}
 
