@@ -119,6 +119,11 @@ def subplot_title_boxes(chart) -> list[dict]:
     }""")
 
 
+def boxes_overlap(a: dict, b: dict) -> bool:
+    return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and \
+        a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]
+
+
 def overlapping_pairs(boxes: list[dict]) -> list[tuple[dict, dict]]:
     return [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if boxes_overlap(a, b)]
 
