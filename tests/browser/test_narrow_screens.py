@@ -109,3 +109,21 @@ def test_a_long_hardware_name_fits_its_select_and_a_wide_fallback_table_scrolls_
         assert page.evaluate("document.documentElement.scrollWidth") <= 320  # …inside itself, not the page
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("lang, start", [("", "实测本设备"), ("en/", "Measure this device")])
+def test_the_measured_device_result_is_no_wider_than_the_phone(browser, site_url, lang, start):
+    """The result of *measure this device* (figures, chart, a table beside the build machine) at 320 px."""
+    context, page = open_narrow(browser, site_url + lang + "bottleneck/?pd-device-backend=js", 320, javascript=True)
+    try:
+        demo = page.locator(".pd-demo[data-pd-demo=device]").first
+        demo.scroll_into_view_if_needed()
+        page.mouse.move(10, 300)
+        demo.get_by_role("button", name=start).click(timeout=TIMEOUT_MS)
+        page.wait_for_function("el => !['idle', 'running'].includes(el.dataset.pdDeviceState)",
+                               arg=demo.element_handle(), timeout=300_000)
+        assert demo.get_attribute("data-pd-device-state") == "done"
+        assert page.evaluate("document.documentElement.scrollWidth") <= 320, page.evaluate(STICKING_OUT)
+        assert demo.locator(".pd-device__table").get_attribute("tabindex") == "0"  # it may scroll: keyboard too
+    finally:
+        context.close()

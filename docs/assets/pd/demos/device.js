@@ -148,7 +148,7 @@ export async function mount(demo, data) {
     ];
     const chart = rooflineSvg(machines, { title: text("device.chart_title"), x: text("device.axis_intensity"),
       y: text("device.axis_gflops") }, format, state.width);
-    const table = h("table", { class: "pd-demo__table pd-device__table" },
+    const table = h("table", { class: "pd-demo__table pd-device__table", tabindex: 0 },
       h("caption", { text: text("device.table_caption") }),
       h("thead", {}, h("tr", {}, ...[text("device.col_figure"), text("device.this_device"), text("device.build_machine")]
         .map((label) => h("th", { scope: "col", text: label })))),
