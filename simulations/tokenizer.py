@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
 from tokenizers import Tokenizer as HFTokenizer
@@ -48,21 +48,16 @@ def _pre_tokenizer(pre: str) -> pre_tokenizers.PreTokenizer:
 
 @lru_cache(maxsize=1)
 def _byte_of_char() -> dict[str, int]:
-    """GPT-2's reversible byte -> printable character map, inverted."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    chars = printable[:]
-    n = 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            chars.append(256 + n)
-            n += 1
-    return {chr(c): b for b, c in zip(printable, chars, strict=True)}
+    """GPT-2's reversible byte -> printable character map, inverted: printable bytes stand for
+    themselves, the others (control bytes, space, 0x7F-0xA0, 0xAD) for code points 256, 257, … in order."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    others = [b for b in range(256) if b not in printable]
+    return {chr(c): b for c, b in zip([*printable, *range(256, 256 + len(others))], [*printable, *others], strict=True)}
 
 
 def byte_level_alphabet() -> list[str]:
     """The 256 characters byte-level BPE uses for the 256 byte values, in byte order."""
-    return [c for c, _ in sorted(_byte_of_char().items(), key=lambda item: item[1])]
+    return sorted(_byte_of_char(), key=_byte_of_char().get)
 
 
 def _utf8_characters(data: bytes) -> list[tuple[int, int, str | None]]:
@@ -130,13 +125,12 @@ class Tokenizer:
         self.hf.add_special_tokens(
             [AddedToken(tokens[i], special=True, normalized=False) for i in sorted(self.special_ids)]
         )
-        # Generation stops at the end of the assistant's turn, whatever the model calls it.
-        names = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>")
-        self.stop_ids = {eos_id} | {vocab[n] for n in names if n in vocab}
 
-    @property
-    def vocab_size(self) -> int:
-        return len(self.tokens)
+    @cached_property
+    def stop_ids(self) -> set[int]:
+        """Generation stops at the end of the assistant's turn, whatever the model calls it."""
+        ends = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>")
+        return {self.eos_id} | {i for i, token in enumerate(self.tokens) if token in ends}
 
     def encode(self, text: str) -> list[int]:
         return self.hf.encode(text, add_special_tokens=False).ids
@@ -251,7 +245,4 @@ class Tokenizer:
         self.chat_template = state["chat_template"]
         self.special_ids = set(state["special_ids"])
         self.hf = HFTokenizer.from_str(state["tokenizer_json"])
-        vocab = {tok: i for i, tok in enumerate(self.tokens)}
-        names = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>")
-        self.stop_ids = {self.eos_id} | {vocab[n] for n in names if n in vocab}
         return self
