@@ -129,14 +129,11 @@ def measure_phases(model: LoadedModel, prompt_tokens: int, decode_steps: int, re
     Prefill: the median time over repeats, its FLOPs and bytes. Decode: the median time of all steps,
     and the mean FLOPs and bytes per step (they grow by one cached token per step).
     """
-    from .generate import generate
-    from .sweep import prompt_of_length, repeats_for
+    from .sweep import prefill_then_decode, prompt_of_length, repeats_for
 
     prompt = prompt_of_length(model, prompt_tokens)
-    prefills, decodes = [], []
-    for _ in range(repeats_for(prompt_tokens, repeats)):
-        for step in generate(model, prompt, max_new_tokens=decode_steps + 1, stop_at_eos=False):
-            (prefills if step.phase == "prefill" else decodes).append(step)
+    runs = [prefill_then_decode(model, prompt, decode_steps) for _ in range(repeats_for(prompt_tokens, repeats))]
+    prefills, decodes = [run[0] for run in runs], [step for run in runs for step in run[1:]]
     return {
         "prefill": {
             "ms": statistics.median(s.ms for s in prefills),
@@ -168,15 +165,14 @@ def roofline(
     """
     from .loader import model_summary
     from .machine import machine_info
-    from .sweep import prompt_of_length
+    from .sweep import check_lengths
 
     report = progress or (lambda message, fraction: None)
     if peaks is None:
         report("measuring this machine's peak FLOP/s and bandwidth", 0.0)
         peaks = measure_peaks()
     lengths = sorted({prompt_tokens, *(prompt_lengths or ())})
-    for n in lengths:
-        prompt_of_length(model, n + decode_steps + 1)  # fail early, with the context error, if too long
+    check_lengths(model, lengths, decode_steps, "prompt lengths")
     # Untimed warm-up: page in memory-mapped weights and start BLAS threads.
     measure_phases(model, min(32, model.config.max_context - 3), 2, 1)
 
