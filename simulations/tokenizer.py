@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from itertools import groupby
 
 from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
 from tokenizers import Tokenizer as HFTokenizer
@@ -83,12 +84,8 @@ def _utf8_characters(data: bytes) -> list[tuple[int, int, str | None]]:
 
 def _hex_by_character(piece: bytes, characters: list[int]) -> str:
     """A token's bytes in hex, " | " where one character ends and the next begins: "E8 AF | B7"."""
-    groups: list[list[str]] = []
-    for n, (byte, char) in enumerate(zip(piece, characters, strict=True)):
-        if n == 0 or char != characters[n - 1]:
-            groups.append([])
-        groups[-1].append(f"{byte:02X}")
-    return " | ".join(" ".join(group) for group in groups)
+    by_character = groupby(zip(piece, characters, strict=True), key=lambda byte_and_char: byte_and_char[1])
+    return " | ".join(" ".join(f"{byte:02X}" for byte, _ in group) for _, group in by_character)
 
 
 @dataclass
