@@ -213,11 +213,8 @@ def models_summary(model_ids: list[str]) -> dict[str, Any]:
     }
 
 
-def project(
-    models: list[str] | tuple[str, ...] | None = None,
-    devices: list[str] | tuple[str, ...] | None = None,
-    prompt_lengths: tuple[int, ...] = (128, 512, 2048, 4096),
-) -> dict[str, Any]:
+def project(models: list[str] | tuple[str, ...] | None = None, devices: list[str] | tuple[str, ...] | None = None,
+            prompt_lengths: tuple[int, ...] = (128, 512, 2048, 4096)) -> dict[str, Any]:
     """Roofline projections for every model × device × dtype × prompt length (combos that do not fit are kept, with fits: false)."""
     model_ids = list(models) if models is not None else sourced.default_models()
     device_ids = list(devices) if devices is not None else list(sourced.load_data("accelerators")["devices"])

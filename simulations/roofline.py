@@ -148,15 +148,9 @@ def measure_phases(model: LoadedModel, prompt_tokens: int, decode_steps: int, re
     }
 
 
-def roofline(
-    model: LoadedModel,
-    peaks: dict[str, Any] | None = None,
-    prompt_tokens: int = 512,
-    prompt_lengths: tuple[int, ...] | None = ROOFLINE_PROMPT_LENGTHS,
-    decode_steps: int = 8,
-    repeats: int = 3,
-    progress: Callable[[str, float | None], None] | None = None,
-) -> dict[str, Any]:
+def roofline(model: LoadedModel, peaks: dict[str, Any] | None = None, prompt_tokens: int = 512,
+             prompt_lengths: tuple[int, ...] | None = ROOFLINE_PROMPT_LENGTHS, decode_steps: int = 8,
+             repeats: int = 3, progress: Callable[[str, float | None], None] | None = None) -> dict[str, Any]:
     """Prefill and decode of `model` on this machine's roofline: achieved FLOP/s, bytes/s, intensity, utilisation.
 
     `prefill` and `decode` are measured at `prompt_tokens`; `points` list both phases at each of

@@ -117,14 +117,9 @@ def check_lengths(model: LoadedModel, lengths: Sequence[int], decode_steps: int,
         )
 
 
-def sweep(
-    model: LoadedModel,
-    prompt_lengths: Sequence[int] = (128, 512, 2048, 4096),
-    decode_steps: int = 16,
-    repeats: int = 3,
-    contexts: Sequence[int] = (64, 128, 256, 512, 1024),
-    progress: Progress = None,
-) -> dict[str, Any]:
+def sweep(model: LoadedModel, prompt_lengths: Sequence[int] = (128, 512, 2048, 4096), decode_steps: int = 16,
+          repeats: int = 3, contexts: Sequence[int] = (64, 128, 256, 512, 1024),
+          progress: Progress = None) -> dict[str, Any]:
     """Prompt-length sweep (TTFT, decode ms/token, TPS) and cache-vs-recompute, measured on `model`."""
     from .machine import machine_info
 

@@ -100,15 +100,8 @@ class ChatPrompt:
 class Tokenizer:
     """Encode/decode text, show each token as a reader sees it, and render chat prompts."""
 
-    def __init__(
-        self,
-        tokens: list[str],
-        merges: list[str],
-        token_types: list[int],
-        pre: str,
-        eos_id: int,
-        chat_template: str | None,
-    ) -> None:
+    def __init__(self, tokens: list[str], merges: list[str], token_types: list[int], pre: str, eos_id: int,
+                 chat_template: str | None) -> None:
         self.tokens = tokens
         self.eos_id = eos_id
         self.chat_template = chat_template or ""

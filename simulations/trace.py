@@ -75,18 +75,9 @@ def prompt_record(model: LoadedModel, prompt: str, rendered: str, ids: list[int]
     return {"text": prompt, "rendered": rendered, "tokens": tokens, "chars": len(prompt)}
 
 
-def record(
-    model: LoadedModel,
-    prompt: str,
-    *,
-    max_new_tokens: int = 64,
-    chat: bool = True,
-    system_prompt: str | None = None,
-    temperature: float = 0.0,
-    top_k: int | None = None,
-    seed: int = 0,
-    progress: Progress | None = None,
-) -> dict:
+def record(model: LoadedModel, prompt: str, *, max_new_tokens: int = 64, chat: bool = True,
+           system_prompt: str | None = None, temperature: float = 0.0, top_k: int | None = None, seed: int = 0,
+           progress: Progress | None = None) -> dict:
     """Generate an answer to `prompt` and return the trace (see README.md for every field)."""
     if max_new_tokens < 1:
         raise PromptError("max_new_tokens must be at least 1")
