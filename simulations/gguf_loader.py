@@ -74,9 +74,8 @@ def _open_reader(path: Path):
 def read_config(reader, path: Path) -> ModelConfig:
     arch = _field(reader, "general.architecture")
     if arch not in SUPPORTED_ARCHS:
-        raise ModelFileError(
-            f"{path}: architecture {arch!r} is not supported — expected one of {', '.join(SUPPORTED_ARCHS)}"
-        )
+        raise ModelFileError(f"{path}: architecture {arch!r} is not supported — "
+                             f"expected one of {', '.join(SUPPORTED_ARCHS)}")
 
     def need(key: str):
         value = _field(reader, f"{arch}.{key}")
@@ -111,9 +110,7 @@ def read_config(reader, path: Path) -> ModelConfig:
 def read_tokenizer(reader, path: Path) -> Tokenizer:
     kind = _field(reader, "tokenizer.ggml.model")
     if kind != "gpt2":
-        raise ModelFileError(
-            f"{path}: tokenizer model {kind!r} is not supported — expected byte-level BPE ('gpt2')"
-        )
+        raise ModelFileError(f"{path}: tokenizer model {kind!r} is not supported — expected byte-level BPE ('gpt2')")
     tokens = list(_field(reader, "tokenizer.ggml.tokens"))
     types = list(_field(reader, "tokenizer.ggml.token_type", [1] * len(tokens)))
     try:

@@ -206,9 +206,8 @@ class Tokenizer:
             tail = [("template", "<|start_header_id|>user<|end_header_id|>\n\n"), ("user", user_message),
                     ("template", "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")]
         else:
-            raise ModelFileError(
-                "this model's chat template is not ChatML or Llama 3; record without the template (--no-chat)"
-            )
+            raise ModelFileError("this model's chat template is not ChatML or Llama 3; "
+                                 "record without the template (--no-chat)")
         text, spans = "", {}
         for role, piece in head + tail:
             if role != "template":
