@@ -28,6 +28,10 @@ LLAMA3_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
+# A UTF-8 character, or what there is of one: a lead byte and up to as many continuation bytes as it
+# announces (so a cut-off character keeps its bytes together); any other byte alone.
+UTF8_CHARACTER = re.compile(rb"[\xc0-\xdf][\x80-\xbf]?|[\xe0-\xef][\x80-\xbf]{0,2}|[\xf0-\xf7][\x80-\xbf]{0,3}|.",
+                            re.DOTALL)
 
 
 def _pre_tokenizer(pre: str) -> pre_tokenizers.PreTokenizer:
@@ -63,22 +67,13 @@ def byte_level_alphabet() -> list[str]:
 
 def _utf8_characters(data: bytes) -> list[tuple[int, int, str | None]]:
     """Split bytes into UTF-8 characters: (start, end, text); an invalid byte or a cut-off character gets None."""
-    chars, i = [], 0
-    while i < len(data):
-        lead = data[i]
-        width = 1 if lead < 0x80 else 2 if lead >> 5 == 6 else 3 if lead >> 4 == 14 else 4 if lead >> 3 == 30 else 0
+    chars = []
+    for match in UTF8_CHARACTER.finditer(data):
         try:
-            text = data[i : i + width].decode("utf-8") if width and i + width <= len(data) else None
+            text = match.group().decode("utf-8")
         except UnicodeDecodeError:
             text = None
-        if text is None:
-            # A cut-off character keeps its lead byte and the continuation bytes that follow together.
-            n = 1
-            while width and n < width and i + n < len(data) and data[i + n] >> 6 == 2:
-                n += 1
-            width = n
-        chars.append((i, i + width, text))
-        i += width
+        chars.append((match.start(), match.end(), text))
     return chars
 
 
