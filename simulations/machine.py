@@ -13,12 +13,9 @@ import numpy as np
 def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):  # not Linux, or a kernel that names no model
+        return platform.processor() or platform.machine()
 
 
 def available_cores() -> int:

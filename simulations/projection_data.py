@@ -88,13 +88,9 @@ def is_uncertain(device: dict[str, Any]) -> bool:
 def source_ids(entry: Any) -> set[str]:
     """Every 'source' id named anywhere inside a data entry."""
     if isinstance(entry, dict):
-        found = {entry["source"]} if isinstance(entry.get("source"), str) else set()
-        for child in entry.values():
-            found |= source_ids(child)
-        return found
-    if isinstance(entry, list):
-        return set().union(*(source_ids(child) for child in entry)) if entry else set()
-    return set()
+        own = {entry["source"]} if isinstance(entry.get("source"), str) else set()
+        return own.union(*map(source_ids, entry.values()))
+    return set().union(*map(source_ids, entry)) if isinstance(entry, list) else set()
 
 
 def cite(source_id: str, sources: dict[str, Any]) -> dict[str, str]:
@@ -105,22 +101,23 @@ def cite(source_id: str, sources: dict[str, Any]) -> dict[str, str]:
     return cited
 
 
+def _cited(entry: Any, data_file: str) -> list[dict[str, str]]:
+    """Every source named inside `entry` (of models.json or accelerators.json), cited, in id order."""
+    return [cite(s, load_data(data_file)["sources"]) for s in sorted(source_ids(entry))]
+
+
 def device_sources(device_id: str) -> list[dict[str, str]]:
-    data = load_data("accelerators")
-    return [cite(s, data["sources"]) for s in sorted(source_ids(data["devices"][device_id]))]
+    return _cited(load_data("accelerators")["devices"][device_id], "accelerators")
 
 
 def model_sources(model_id: str) -> list[dict[str, str]]:
-    data = load_data("models")
-    return [cite(s, data["sources"]) for s in sorted(source_ids(data["models"][model_id]))]
+    return _cited(load_data("models")["models"][model_id], "models")
 
 
 def precision_sources(model_id: str, dtype: str) -> list[dict[str, str]]:
     """Where this model's bits per weight in this precision come from (its GGUF file, else the format)."""
-    data = load_data("models")
-    canonical = precision_of(dtype)
-    entry = data["gguf_files"].get(f"{model_id}/{canonical}", data["precisions"][canonical])
-    return [cite(s, data["sources"]) for s in sorted(source_ids(entry))]
+    data, canonical = load_data("models"), precision_of(dtype)
+    return _cited(data["gguf_files"].get(f"{model_id}/{canonical}", data["precisions"][canonical]), "models")
 
 
 # --- what may be asked for -------------------------------------------------------------------------

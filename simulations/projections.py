@@ -49,10 +49,6 @@ def shape(m: dict[str, Any]) -> ModelShape:
     return ModelShape.from_models_json(m)
 
 
-def _widths(bits: float) -> dict[str, float]:
-    return {"bytes_per_weight": bits / 8, "bytes_per_kv_value": KV_BYTES_PER_VALUE}
-
-
 def weight_bytes(m: dict[str, Any], bits: float) -> float:
     """Bytes of every weight held in memory at `bits` per weight (an untied LM head counted apart)."""
     return cost.weight_bytes(shape(m), bits / 8)
@@ -62,20 +58,11 @@ def kv_bytes_per_token(m: dict[str, Any]) -> float:
     return cost.kv_bytes_per_token(shape(m), KV_BYTES_PER_VALUE)
 
 
-def prefill_flops(m: dict[str, Any], prompt_tokens: int) -> int:
-    return cost.prefill_cost(shape(m), prompt_tokens).flops
-
-
-def prefill_bytes(m: dict[str, Any], bits: float, prompt_tokens: int) -> float:
-    return cost.prefill_cost(shape(m), prompt_tokens, **_widths(bits)).bytes
-
-
-def decode_flops(m: dict[str, Any], context: int) -> int:
-    return cost.decode_cost(shape(m), context).flops
-
-
-def decode_bytes(m: dict[str, Any], bits: float, context: int) -> float:
-    return cost.decode_cost(shape(m), context, **_widths(bits)).bytes
+def phase_cost(m: dict[str, Any], bits: float, phase: str, tokens: int) -> cost.PassCost:
+    """FLOPs and bytes of a prefill of `tokens` prompt tokens, or of one decode step with `tokens` already
+    cached, at `bits` per weight and an fp16 KV cache."""
+    of = cost.prefill_cost if phase == "prefill" else cost.decode_cost
+    return of(shape(m), tokens, bytes_per_weight=bits / 8, bytes_per_kv_value=KV_BYTES_PER_VALUE)
 
 
 # --- the roofline ----------------------------------------------------------------------------------
@@ -90,24 +77,15 @@ def bound(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> s
     return "compute" if flops / peak_flops >= nbytes / bandwidth else "memory"
 
 
-def prefill_seconds(m: dict[str, Any], device: dict[str, Any], dtype: str, bits: float, prompt_tokens: int,
-                    *, pessimistic: bool = False) -> float:
-    return roofline_seconds(
-        prefill_flops(m, prompt_tokens),
-        prefill_bytes(m, bits, prompt_tokens),
-        sourced.device_peak_flops(device, dtype, pessimistic=pessimistic),
-        sourced.device_bandwidth(device, pessimistic=pessimistic),
-    )
+def ceilings(device: dict[str, Any], dtype: str, *, pessimistic: bool = False) -> tuple[float, float]:
+    """(peak FLOP/s at this precision, memory bandwidth); `pessimistic` takes uncertain figures' low ends."""
+    return (sourced.device_peak_flops(device, dtype, pessimistic=pessimistic),
+            sourced.device_bandwidth(device, pessimistic=pessimistic))
 
 
-def decode_seconds(m: dict[str, Any], device: dict[str, Any], dtype: str, bits: float, context: int,
-                   *, pessimistic: bool = False) -> float:
-    return roofline_seconds(
-        decode_flops(m, context),
-        decode_bytes(m, bits, context),
-        sourced.device_peak_flops(device, dtype, pessimistic=pessimistic),
-        sourced.device_bandwidth(device, pessimistic=pessimistic),
-    )
+def phase_seconds(passed: cost.PassCost, device: dict[str, Any], dtype: str, *, pessimistic: bool = False) -> float:
+    """The roofline's time for a pass on `device` at this precision."""
+    return roofline_seconds(passed.flops, passed.bytes, *ceilings(device, dtype, pessimistic=pessimistic))
 
 
 def crossover_tokens(m: dict[str, Any], device: dict[str, Any], dtype: str, bits: float) -> int | None:
@@ -117,10 +95,11 @@ def crossover_tokens(m: dict[str, Any], device: dict[str, Any], dtype: str, bits
     one token's KV cache, so once compute-bound a prefill stays so: a doubling then bisection search
     finds the first length. None if it is still memory-bound at LONGEST_PROMPT_SEARCHED tokens.
     """
-    peak, bandwidth = sourced.device_peak_flops(device, dtype), sourced.device_bandwidth(device)
+    peak, bandwidth = ceilings(device, dtype)
 
     def compute_bound(tokens: int) -> bool:
-        return prefill_flops(m, tokens) / peak >= prefill_bytes(m, bits, tokens) / bandwidth
+        prefill = phase_cost(m, bits, "prefill", tokens)
+        return bound(prefill.flops, prefill.bytes, peak, bandwidth) == "compute"
 
     if compute_bound(1):
         return 1
@@ -156,15 +135,12 @@ def project_one(model_id: str, device_id: str, dtype: str, prompt_tokens: int) -
     device = sourced.load_data("accelerators")["devices"][device_id]
     bits = sourced.bits_per_weight(model_id, dtype)
     memory = sourced.value(device["memory_bytes"])
-    peak, bandwidth = sourced.device_peak_flops(device, dtype), sourced.device_bandwidth(device)
     kv_per_token = kv_bytes_per_token(m)
-    p_flops, p_bytes = prefill_flops(m, prompt_tokens), prefill_bytes(m, bits, prompt_tokens)
-    d_flops, d_bytes = decode_flops(m, prompt_tokens), decode_bytes(m, bits, prompt_tokens)
-    ttft_ms = 1000 * roofline_seconds(p_flops, p_bytes, peak, bandwidth)
-    decode_ms = 1000 * roofline_seconds(d_flops, d_bytes, peak, bandwidth)
+    prefill, decode = phase_cost(m, bits, "prefill", prompt_tokens), phase_cost(m, bits, "decode", prompt_tokens)
+    ttft_ms, decode_ms = 1000 * phase_seconds(prefill, device, dtype), 1000 * phase_seconds(decode, device, dtype)
     # The pessimistic end of an uncertain device's figures (equal to the bound when nothing is uncertain).
-    ttft_worst = 1000 * prefill_seconds(m, device, dtype, bits, prompt_tokens, pessimistic=True)
-    decode_worst = 1000 * decode_seconds(m, device, dtype, bits, prompt_tokens, pessimistic=True)
+    ttft_worst = 1000 * phase_seconds(prefill, device, dtype, pessimistic=True)
+    decode_worst = 1000 * phase_seconds(decode, device, dtype, pessimistic=True)
     memory_needed = weight_bytes(m, bits) + (prompt_tokens + 1) * kv_per_token
     return {
         "id": projection_id(model_id, device_id, dtype),
@@ -181,13 +157,13 @@ def project_one(model_id: str, device_id: str, dtype: str, prompt_tokens: int) -
         "ttft_ms_range": [ttft_ms, ttft_worst],
         "decode_ms_range": [decode_ms, decode_worst],
         "tps_range": [1000 / decode_worst, 1000 / decode_ms],
-        "prefill_bound": bound(p_flops, p_bytes, peak, bandwidth),
-        "decode_bound": bound(d_flops, d_bytes, peak, bandwidth),
+        "prefill_bound": bound(prefill.flops, prefill.bytes, *ceilings(device, dtype)),
+        "decode_bound": bound(decode.flops, decode.bytes, *ceilings(device, dtype)),
         "prefill_crossover_tokens": crossover_tokens(m, device, dtype, bits),
-        "prefill_flops": p_flops,
-        "prefill_bytes": p_bytes,
-        "decode_flops": d_flops,
-        "decode_bytes": d_bytes,
+        "prefill_flops": prefill.flops,
+        "prefill_bytes": prefill.bytes,
+        "decode_flops": decode.flops,
+        "decode_bytes": decode.bytes,
         "weight_bytes": weight_bytes(m, bits),
         "kv_bytes_per_token": kv_per_token,
         "kv_bytes": prompt_tokens * kv_per_token,
@@ -206,18 +182,17 @@ def devices_summary(device_ids: list[str]) -> dict[str, Any]:
     devices = sourced.load_data("accelerators")["devices"]
     return {
         device_id: {
-            "name": devices[device_id]["name"],
-            "kind": devices[device_id]["kind"],
-            "class": devices[device_id]["class"],
-            "uncertain": sourced.is_uncertain(devices[device_id]),
-            "memory_bytes": sourced.value(devices[device_id]["memory_bytes"]),
-            "bandwidth": sourced.device_bandwidth(devices[device_id]),
-            "bandwidth_low": sourced.device_bandwidth(devices[device_id], pessimistic=True),
-            "peak_flops": {dtype: sourced.device_peak_flops(devices[device_id], dtype)
-                           for dtype in sourced.projection_dtypes()},
+            "name": device["name"],
+            "kind": device["kind"],
+            "class": device["class"],
+            "uncertain": sourced.is_uncertain(device),
+            "memory_bytes": sourced.value(device["memory_bytes"]),
+            "bandwidth": sourced.device_bandwidth(device),
+            "bandwidth_low": sourced.device_bandwidth(device, pessimistic=True),
+            "peak_flops": {dtype: sourced.device_peak_flops(device, dtype) for dtype in sourced.projection_dtypes()},
             "sources": sourced.device_sources(device_id),
         }
-        for device_id in device_ids
+        for device_id, device in ((device_id, devices[device_id]) for device_id in device_ids)
     }
 
 
@@ -238,11 +213,8 @@ def models_summary(model_ids: list[str]) -> dict[str, Any]:
     }
 
 
-def project(
-    models: list[str] | tuple[str, ...] | None = None,
-    devices: list[str] | tuple[str, ...] | None = None,
-    prompt_lengths: tuple[int, ...] = (128, 512, 2048, 4096),
-) -> dict[str, Any]:
+def project(models: list[str] | tuple[str, ...] | None = None, devices: list[str] | tuple[str, ...] | None = None,
+            prompt_lengths: tuple[int, ...] = (128, 512, 2048, 4096)) -> dict[str, Any]:
     """Roofline projections for every model × device × dtype × prompt length (combos that do not fit are kept, with fits: false)."""
     model_ids = list(models) if models is not None else sourced.default_models()
     device_ids = list(devices) if devices is not None else list(sourced.load_data("accelerators")["devices"])
@@ -285,11 +257,9 @@ def validate() -> list[dict[str, Any]]:
         model_id, device_id, dtype = result["model"], result["device"], result["precision"]
         m, device = models["models"][model_id], data["devices"][device_id]
         bits = sourced.bits_per_weight(model_id, dtype)
-        n = result["context_tokens"]
-        if result["phase"] == "prefill":
-            bound_tps = n / prefill_seconds(m, device, dtype, bits, n)
-        else:
-            bound_tps = 1 / decode_seconds(m, device, dtype, bits, n)
+        n, phase = result["context_tokens"], result["phase"]
+        # A prefill row counts the prompt's tokens per second, a decode row one token per step.
+        bound_tps = (n if phase == "prefill" else 1) / phase_seconds(phase_cost(m, bits, phase, n), device, dtype)
         published_tps = float(result["tokens_per_s"])
         rows.append(
             {
@@ -302,7 +272,7 @@ def validate() -> list[dict[str, Any]]:
                 "dtype": dtype,
                 "precision_name": models["precisions"][sourced.precision_of(dtype)]["name"],
                 "bits_per_weight": bits,
-                "phase": result["phase"],
+                "phase": phase,
                 "test": result["test"],
                 "context_tokens": n,
                 "published_tps": published_tps,

@@ -123,43 +123,29 @@ def ridge_intensity(peaks: dict[str, Any]) -> float:
     return peaks["peak_gflops"] / peaks["peak_gbps"]
 
 
-def measure_phases(model: LoadedModel, prompt_tokens: int, decode_steps: int, repeats: int) -> dict[str, Any]:
-    """Time real prefill and greedy decode steps at one prompt length; FLOPs and bytes from cost.py.
+def measure_phases(model: LoadedModel, prompt_tokens: int, decode_steps: int, repeats: int,
+                   peaks: dict[str, Any]) -> dict[str, Any]:
+    """Time real prefill and greedy decode steps at one prompt length and place them under `peaks`.
 
-    Prefill: the median time over repeats, its FLOPs and bytes. Decode: the median time of all steps,
-    and the mean FLOPs and bytes per step (they grow by one cached token per step).
+    Prefill: the median time over repeats, its FLOPs and bytes (cost.py). Decode: the median time of all
+    steps, and the mean FLOPs and bytes per step (they grow by one cached token per step).
     """
-    from .generate import generate
-    from .sweep import prompt_of_length, repeats_for
+    from .sweep import prefill_then_decode, prompt_of_length, repeats_for
 
     prompt = prompt_of_length(model, prompt_tokens)
-    prefills, decodes = [], []
-    for _ in range(repeats_for(prompt_tokens, repeats)):
-        for step in generate(model, prompt, max_new_tokens=decode_steps + 1, stop_at_eos=False):
-            (prefills if step.phase == "prefill" else decodes).append(step)
+    runs = [prefill_then_decode(model, prompt, decode_steps) for _ in range(repeats_for(prompt_tokens, repeats))]
+    prefills, decodes = [run[0] for run in runs], [step for run in runs for step in run[1:]]
     return {
-        "prefill": {
-            "ms": statistics.median(s.ms for s in prefills),
-            "flops": prefills[0].cost.flops,
-            "bytes": prefills[0].cost.bytes,
-        },
-        "decode": {
-            "ms": statistics.median(s.ms for s in decodes),
-            "flops": statistics.fmean(s.cost.flops for s in decodes),
-            "bytes": statistics.fmean(s.cost.bytes for s in decodes),
-        },
+        "prefill": phase_point(statistics.median(s.ms for s in prefills), prefills[0].cost.flops,
+                               prefills[0].cost.bytes, peaks),
+        "decode": phase_point(statistics.median(s.ms for s in decodes), statistics.fmean(s.cost.flops for s in decodes),
+                              statistics.fmean(s.cost.bytes for s in decodes), peaks),
     }
 
 
-def roofline(
-    model: LoadedModel,
-    peaks: dict[str, Any] | None = None,
-    prompt_tokens: int = 512,
-    prompt_lengths: tuple[int, ...] | None = ROOFLINE_PROMPT_LENGTHS,
-    decode_steps: int = 8,
-    repeats: int = 3,
-    progress: Callable[[str, float | None], None] | None = None,
-) -> dict[str, Any]:
+def roofline(model: LoadedModel, peaks: dict[str, Any] | None = None, prompt_tokens: int = 512,
+             prompt_lengths: tuple[int, ...] | None = ROOFLINE_PROMPT_LENGTHS, decode_steps: int = 8,
+             repeats: int = 3, progress: Callable[[str, float | None], None] | None = None) -> dict[str, Any]:
     """Prefill and decode of `model` on this machine's roofline: achieved FLOP/s, bytes/s, intensity, utilisation.
 
     `prefill` and `decode` are measured at `prompt_tokens`; `points` list both phases at each of
@@ -168,25 +154,21 @@ def roofline(
     """
     from .loader import model_summary
     from .machine import machine_info
-    from .sweep import prompt_of_length
+    from .sweep import check_lengths
 
     report = progress or (lambda message, fraction: None)
     if peaks is None:
         report("measuring this machine's peak FLOP/s and bandwidth", 0.0)
         peaks = measure_peaks()
     lengths = sorted({prompt_tokens, *(prompt_lengths or ())})
-    for n in lengths:
-        prompt_of_length(model, n + decode_steps + 1)  # fail early, with the context error, if too long
+    check_lengths(model, lengths, decode_steps, "prompt lengths")
     # Untimed warm-up: page in memory-mapped weights and start BLAS threads.
-    measure_phases(model, min(32, model.config.max_context - 3), 2, 1)
+    measure_phases(model, min(32, model.config.max_context - 3), 2, 1, peaks)
 
     by_length = {}
     for i, n in enumerate(lengths):
         report(f"prefill of {n} tokens and {decode_steps} decode steps", i / len(lengths))
-        measured = measure_phases(model, n, decode_steps, repeats)
-        by_length[n] = {
-            phase: phase_point(m["ms"], m["flops"], m["bytes"], peaks) for phase, m in measured.items()
-        }
+        by_length[n] = measure_phases(model, n, decode_steps, repeats, peaks)
     report("roofline done", 1.0)
 
     return {

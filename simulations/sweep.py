@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .errors import PromptError
-from .generate import generate
+from .generate import Step, generate
 from .loader import LoadedModel, model_summary
 
 Progress = Callable[[str, float | None], None] | None
@@ -58,19 +58,17 @@ def repeats_for(n_tokens: int, repeats: int, budget: int = PREFILL_TOKEN_BUDGET)
     return max(1, min(repeats, budget // n_tokens))
 
 
-def prefill_then_decode(model: LoadedModel, prompt: np.ndarray, decode_steps: int) -> dict[str, Any]:
+def prefill_then_decode(model: LoadedModel, prompt: np.ndarray, decode_steps: int) -> list[Step]:
     """One timed run: prefill the prompt, then `decode_steps` greedy decode steps with the KV cache."""
-    steps = list(generate(model, prompt, max_new_tokens=decode_steps + 1, stop_at_eos=False))
-    return {"ttft_ms": steps[0].ms, "step_ms": [step.ms for step in steps[1:]],
-            "tokens": [step.token for step in steps], "kv_bytes": steps[0].kv_bytes}
+    return list(generate(model, prompt, max_new_tokens=decode_steps + 1, stop_at_eos=False))
 
 
 def prompt_length_point(model: LoadedModel, n_tokens: int, decode_steps: int, repeats: int) -> dict[str, Any]:
     """TTFT and decode speed at one prompt length, as medians over repeated runs."""
     prompt = prompt_of_length(model, n_tokens)
     runs = [prefill_then_decode(model, prompt, decode_steps) for _ in range(repeats_for(n_tokens, repeats))]
-    ttft_ms = statistics.median(run["ttft_ms"] for run in runs)
-    decode_ms = statistics.median(statistics.median(run["step_ms"]) for run in runs) if decode_steps else None
+    ttft_ms = statistics.median(run[0].ms for run in runs)
+    decode_ms = statistics.median(statistics.median(s.ms for s in run[1:]) for run in runs) if decode_steps else None
     return {
         "prompt_tokens": n_tokens,
         "ttft_ms": ttft_ms,
@@ -79,15 +77,9 @@ def prompt_length_point(model: LoadedModel, n_tokens: int, decode_steps: int, re
         "prefill_tokens_per_s": n_tokens / ttft_ms * 1000,
         "repeats": len(runs),
         "decode_steps": decode_steps,
-        "ttft_ms_runs": [run["ttft_ms"] for run in runs],
-        "kv_bytes": runs[0]["kv_bytes"],
+        "ttft_ms_runs": [run[0].ms for run in runs],
+        "kv_bytes": runs[0][0].kv_bytes,
     }
-
-
-def recompute_tokens(model: LoadedModel, sequence: np.ndarray, n_tokens: int) -> tuple[list[int], list[float]]:
-    """Greedy tokens and ms per token without a KV cache, re-reading the whole sequence each time."""
-    steps = list(generate(model, sequence, max_new_tokens=n_tokens, stop_at_eos=False, recompute=True))
-    return [step.token for step in steps], [step.ms for step in steps]
 
 
 def cache_vs_recompute_point(model: LoadedModel, context: int, decode_steps: int) -> dict[str, Any]:
@@ -95,25 +87,28 @@ def cache_vs_recompute_point(model: LoadedModel, context: int, decode_steps: int
     prompt = prompt_of_length(model, context)
     cached = prefill_then_decode(model, prompt, decode_steps)
     # The cached run's step i consumes token i and yields token i+1; recompute the same steps from
-    # the prompt plus the prefill's first token.
+    # the prompt plus the prefill's first token, without a KV cache (the whole sequence each time).
     n_recompute = max(1, min(decode_steps, RECOMPUTE_TOKEN_BUDGET // context))
-    recomputed, recompute_ms = recompute_tokens(model, np.append(prompt, cached["tokens"][0]), n_recompute)
-    cached_ms = statistics.median(cached["step_ms"])
-    recompute_median = statistics.median(recompute_ms)
+    recomputed = list(generate(model, np.append(prompt, cached[0].token), max_new_tokens=n_recompute,
+                               stop_at_eos=False, recompute=True))
+    cached_ms = statistics.median(step.ms for step in cached[1:])
+    recompute_ms = statistics.median(step.ms for step in recomputed)
+    cached_tokens, recomputed_tokens = [step.token for step in cached[1:]], [step.token for step in recomputed]
     return {
         "context": context,
         "cached_ms_per_token": cached_ms,
-        "recompute_ms_per_token": recompute_median,
-        "speedup": recompute_median / cached_ms,
+        "recompute_ms_per_token": recompute_ms,
+        "speedup": recompute_ms / cached_ms,
         "cached_steps": decode_steps,
         "recompute_steps": n_recompute,
-        "cached_tokens": cached["tokens"][1:],
-        "recompute_tokens": recomputed,
-        "identical_tokens": cached["tokens"][1 : 1 + n_recompute] == recomputed,
+        "cached_tokens": cached_tokens,
+        "recompute_tokens": recomputed_tokens,
+        "identical_tokens": cached_tokens[:n_recompute] == recomputed_tokens,
     }
 
 
-def _check_lengths(model: LoadedModel, lengths: Sequence[int], decode_steps: int, what: str) -> None:
+def check_lengths(model: LoadedModel, lengths: Sequence[int], decode_steps: int, what: str) -> None:
+    """Fail, naming the allowed range, if a prompt of any of `lengths` plus its decode steps overflows the context."""
     too_long = [n for n in lengths if n + decode_steps + 1 > model.config.max_context]
     if too_long:
         raise PromptError(
@@ -122,19 +117,14 @@ def _check_lengths(model: LoadedModel, lengths: Sequence[int], decode_steps: int
         )
 
 
-def sweep(
-    model: LoadedModel,
-    prompt_lengths: Sequence[int] = (128, 512, 2048, 4096),
-    decode_steps: int = 16,
-    repeats: int = 3,
-    contexts: Sequence[int] = (64, 128, 256, 512, 1024),
-    progress: Progress = None,
-) -> dict[str, Any]:
+def sweep(model: LoadedModel, prompt_lengths: Sequence[int] = (128, 512, 2048, 4096), decode_steps: int = 16,
+          repeats: int = 3, contexts: Sequence[int] = (64, 128, 256, 512, 1024),
+          progress: Progress = None) -> dict[str, Any]:
     """Prompt-length sweep (TTFT, decode ms/token, TPS) and cache-vs-recompute, measured on `model`."""
     from .machine import machine_info
 
-    _check_lengths(model, prompt_lengths, decode_steps, "prompt lengths")
-    _check_lengths(model, contexts, decode_steps, "contexts")
+    check_lengths(model, prompt_lengths, decode_steps, "prompt lengths")
+    check_lengths(model, contexts, decode_steps, "contexts")
     report = progress or (lambda message, fraction: None)
     total = len(prompt_lengths) + len(contexts)
     started = time.perf_counter()

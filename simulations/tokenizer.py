@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from itertools import groupby
 
 from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
 from tokenizers import Tokenizer as HFTokenizer
@@ -27,6 +28,10 @@ LLAMA3_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
+# A UTF-8 character, or what there is of one: a lead byte and up to as many continuation bytes as it
+# announces (so a cut-off character keeps its bytes together); any other byte alone.
+UTF8_CHARACTER = re.compile(rb"[\xc0-\xdf][\x80-\xbf]?|[\xe0-\xef][\x80-\xbf]{0,2}|[\xf0-\xf7][\x80-\xbf]{0,3}|.",
+                            re.DOTALL)
 
 
 def _pre_tokenizer(pre: str) -> pre_tokenizers.PreTokenizer:
@@ -48,52 +53,34 @@ def _pre_tokenizer(pre: str) -> pre_tokenizers.PreTokenizer:
 
 @lru_cache(maxsize=1)
 def _byte_of_char() -> dict[str, int]:
-    """GPT-2's reversible byte -> printable character map, inverted."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    chars = printable[:]
-    n = 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            chars.append(256 + n)
-            n += 1
-    return {chr(c): b for b, c in zip(printable, chars, strict=True)}
+    """GPT-2's reversible byte -> printable character map, inverted: printable bytes stand for
+    themselves, the others (control bytes, space, 0x7F-0xA0, 0xAD) for code points 256, 257, … in order."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    others = [b for b in range(256) if b not in printable]
+    return {chr(c): b for c, b in zip([*printable, *range(256, 256 + len(others))], [*printable, *others], strict=True)}
 
 
 def byte_level_alphabet() -> list[str]:
     """The 256 characters byte-level BPE uses for the 256 byte values, in byte order."""
-    return [c for c, _ in sorted(_byte_of_char().items(), key=lambda item: item[1])]
+    return sorted(_byte_of_char(), key=_byte_of_char().get)
 
 
 def _utf8_characters(data: bytes) -> list[tuple[int, int, str | None]]:
     """Split bytes into UTF-8 characters: (start, end, text); an invalid byte or a cut-off character gets None."""
-    chars, i = [], 0
-    while i < len(data):
-        lead = data[i]
-        width = 1 if lead < 0x80 else 2 if lead >> 5 == 6 else 3 if lead >> 4 == 14 else 4 if lead >> 3 == 30 else 0
+    chars = []
+    for match in UTF8_CHARACTER.finditer(data):
         try:
-            text = data[i : i + width].decode("utf-8") if width and i + width <= len(data) else None
+            text = match.group().decode("utf-8")
         except UnicodeDecodeError:
             text = None
-        if text is None:
-            # A cut-off character keeps its lead byte and the continuation bytes that follow together.
-            n = 1
-            while width and n < width and i + n < len(data) and data[i + n] >> 6 == 2:
-                n += 1
-            width = n
-        chars.append((i, i + width, text))
-        i += width
+        chars.append((match.start(), match.end(), text))
     return chars
 
 
 def _hex_by_character(piece: bytes, characters: list[int]) -> str:
     """A token's bytes in hex, " | " where one character ends and the next begins: "E8 AF | B7"."""
-    groups: list[list[str]] = []
-    for n, (byte, char) in enumerate(zip(piece, characters, strict=True)):
-        if n == 0 or char != characters[n - 1]:
-            groups.append([])
-        groups[-1].append(f"{byte:02X}")
-    return " | ".join(" ".join(group) for group in groups)
+    by_character = groupby(zip(piece, characters, strict=True), key=lambda byte_and_char: byte_and_char[1])
+    return " | ".join(" ".join(f"{byte:02X}" for byte, _ in group) for _, group in by_character)
 
 
 @dataclass
@@ -108,15 +95,8 @@ class ChatPrompt:
 class Tokenizer:
     """Encode/decode text, show each token as a reader sees it, and render chat prompts."""
 
-    def __init__(
-        self,
-        tokens: list[str],
-        merges: list[str],
-        token_types: list[int],
-        pre: str,
-        eos_id: int,
-        chat_template: str | None,
-    ) -> None:
+    def __init__(self, tokens: list[str], merges: list[str], token_types: list[int], pre: str, eos_id: int,
+                 chat_template: str | None) -> None:
         self.tokens = tokens
         self.eos_id = eos_id
         self.chat_template = chat_template or ""
@@ -130,13 +110,12 @@ class Tokenizer:
         self.hf.add_special_tokens(
             [AddedToken(tokens[i], special=True, normalized=False) for i in sorted(self.special_ids)]
         )
-        # Generation stops at the end of the assistant's turn, whatever the model calls it.
-        names = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>")
-        self.stop_ids = {eos_id} | {vocab[n] for n in names if n in vocab}
 
-    @property
-    def vocab_size(self) -> int:
-        return len(self.tokens)
+    @cached_property
+    def stop_ids(self) -> set[int]:
+        """Generation stops at the end of the assistant's turn, whatever the model calls it."""
+        ends = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>")
+        return {self.eos_id} | {i for i, token in enumerate(self.tokens) if token in ends}
 
     def encode(self, text: str) -> list[int]:
         return self.hf.encode(text, add_special_tokens=False).ids
@@ -222,9 +201,8 @@ class Tokenizer:
             tail = [("template", "<|start_header_id|>user<|end_header_id|>\n\n"), ("user", user_message),
                     ("template", "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")]
         else:
-            raise ModelFileError(
-                "this model's chat template is not ChatML or Llama 3; record without the template (--no-chat)"
-            )
+            raise ModelFileError("this model's chat template is not ChatML or Llama 3; "
+                                 "record without the template (--no-chat)")
         text, spans = "", {}
         for role, piece in head + tail:
             if role != "template":
@@ -251,7 +229,4 @@ class Tokenizer:
         self.chat_template = state["chat_template"]
         self.special_ids = set(state["special_ids"])
         self.hf = HFTokenizer.from_str(state["tokenizer_json"])
-        vocab = {tok: i for i, tok in enumerate(self.tokens)}
-        names = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>")
-        self.stop_ids = {self.eos_id} | {vocab[n] for n in names if n in vocab}
         return self

@@ -24,11 +24,6 @@ KV_SLICE_DIMS = 16  # first dimensions of KV head 0 kept for the heatmap
 Progress = Callable[[str, float | None], None]
 
 
-def kv_slice_layer(n_layers: int) -> int:
-    """The layer whose K/V the trace keeps: the middle one (first layers are nearly positional)."""
-    return n_layers // 2
-
-
 def _rounded(values: np.ndarray, digits: int) -> list[float]:
     return [round(float(v), digits) for v in values]
 
@@ -80,18 +75,9 @@ def prompt_record(model: LoadedModel, prompt: str, rendered: str, ids: list[int]
     return {"text": prompt, "rendered": rendered, "tokens": tokens, "chars": len(prompt)}
 
 
-def record(
-    model: LoadedModel,
-    prompt: str,
-    *,
-    max_new_tokens: int = 64,
-    chat: bool = True,
-    system_prompt: str | None = None,
-    temperature: float = 0.0,
-    top_k: int | None = None,
-    seed: int = 0,
-    progress: Progress | None = None,
-) -> dict:
+def record(model: LoadedModel, prompt: str, *, max_new_tokens: int = 64, chat: bool = True,
+           system_prompt: str | None = None, temperature: float = 0.0, top_k: int | None = None, seed: int = 0,
+           progress: Progress | None = None) -> dict:
     """Generate an answer to `prompt` and return the trace (see README.md for every field)."""
     if max_new_tokens < 1:
         raise PromptError("max_new_tokens must be at least 1")
@@ -101,21 +87,21 @@ def record(
     tokenizer = model.tokenizer
     cache = KVCache.empty(model.config, len(prompt_ids) + max_new_tokens - 1)
 
-    if progress:
-        progress(f"prefill: {len(prompt_ids)} prompt tokens", 0.0)
+    progress = progress or (lambda message, fraction: None)
+    progress(f"prefill: {len(prompt_ids)} prompt tokens", 0.0)
     steps, generated = [], []
     for step in generate(model, prompt_ids, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
                          seed=seed, attention=True, cache=cache):
         steps.append(_step(step, model))
         generated.append(step.token)
-        if progress and len(steps) < max_new_tokens:
+        if len(steps) < max_new_tokens:
             progress(f"decode: token {len(steps) + 1}/{max_new_tokens}", len(steps) / max_new_tokens)
 
     for step_json, shown in zip(steps, tokenizer.display(generated), strict=True):
         step_json["token"] = shown
     stop_reason = "eos" if generated[-1] in tokenizer.stop_ids else "max_new_tokens"
     answer_ids = generated[:-1] if stop_reason == "eos" else generated
-    layer = kv_slice_layer(model.config.n_layers)
+    layer = model.config.n_layers // 2  # the K/V kept are the middle layer's: the first layers' are nearly positional
     n_prompt, dims = len(prompt_ids), min(KV_SLICE_DIMS, model.config.head_dim)
     return {
         "schema": SCHEMA,

@@ -98,7 +98,7 @@ def test_prefill_flops_are_two_per_weight_per_token_plus_causal_attention_plus_o
     per_layer = 2 * 4 * 4 + 2 * 4 * 2 + 3 * 4 * 8  # Q and O, K and V, gate/up/down
     t = 3
     attention = 4 * 1 * 2 * 2 * (t * (t + 1) // 2)
-    assert pj.prefill_flops(TOY_MODEL, t) == 2 * per_layer * t + attention + 2 * 10 * 4
+    assert pj.phase_cost(TOY_MODEL, 16, "prefill", t).flops == 2 * per_layer * t + attention + 2 * 10 * 4
 
 
 def test_decode_reads_every_weight_and_the_whole_cache() -> None:
@@ -108,7 +108,7 @@ def test_decode_reads_every_weight_and_the_whole_cache() -> None:
     # Every block's matrices and two norm vectors, the final norm, the LM head and the new token's embedding row.
     weights_read = 2 * (layers * (block + 2 * d) + d + m["vocab"] * d + d)
     kv = pj.kv_bytes_per_token(m)
-    assert pj.decode_bytes(m, 16, context) == weights_read + (context + 1) * kv + kv  # cache read, one row written
+    assert pj.phase_cost(m, 16, "decode", context).bytes == weights_read + (context + 1) * kv + kv  # cache read, one row written
 
 
 def test_roofline_time_is_the_slower_of_compute_and_memory() -> None:
@@ -125,8 +125,9 @@ def test_prefill_crossover_on_a_hand_checked_case() -> None:
          "tied_embeddings": True}
     device = {"peak_flops": {"fp16": 1000}, "bandwidth_bytes_per_s": 10}
     assert pj.crossover_tokens(m, device, "fp16", 16) == 479
-    assert pj.bound(pj.prefill_flops(m, 478), pj.prefill_bytes(m, 16, 478), 1000, 10) == "memory"
-    assert pj.bound(pj.prefill_flops(m, 479), pj.prefill_bytes(m, 16, 479), 1000, 10) == "compute"
+    for tokens, expected in ((478, "memory"), (479, "compute")):
+        prefill = pj.phase_cost(m, 16, "prefill", tokens)
+        assert pj.bound(prefill.flops, prefill.bytes, 1000, 10) == expected
 
 
 def test_short_prompts_prefill_memory_bound_on_a_gpu_until_the_crossover() -> None:
@@ -247,7 +248,7 @@ def test_a_decode_row_is_bounded_at_the_mean_context_of_its_run() -> None:
     m = projection_data.load_data("models")["models"]["llama-3-8b"]
     rtx = projection_data.load_data("accelerators")["devices"]["rtx-4090"]
     bits = projection_data.bits_per_weight("llama-3-8b", "fp16")
-    assert row["bound_tps"] == pytest.approx(rtx["bandwidth_bytes_per_s"]["value"] / pj.decode_bytes(m, bits, 256))
+    assert row["bound_tps"] == pytest.approx(rtx["bandwidth_bytes_per_s"]["value"] / pj.phase_cost(m, bits, "decode", 256).bytes)
 
 
 def test_summary_gives_min_median_max_fraction_per_device_class_and_phase() -> None:
