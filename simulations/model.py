@@ -1,6 +1,6 @@
 """A Llama/Qwen2 decoder in numpy float32, written to be read.
 
-The three ways to run it are named after what they are:
+The ways to run it are named after what they are, and all are one function, ``forward``:
 
 - ``prefill``: all prompt tokens in one batched pass; fills the KV cache.
 - ``decode_step``: one new token; reads the KV cache, appends one row to it.
@@ -360,14 +360,16 @@ def transformer_block(
     return x + mlp(rms_norm(x, layer.mlp_norm, config.rms_eps), layer, observer)
 
 
-def batch_hidden_states(
-    weights: Weights, config: ModelConfig, token_ids: Sequence[np.ndarray], caches: Sequence[KVCache | None],
-    observer: Observer = NO_OBSERVER,
-) -> tuple[np.ndarray, list[slice]]:
-    """Run several sequences through one pass: `token_ids[i]` are new tokens of the sequence whose
-    keys and values live in `caches[i]` (None: no cache, attend within the pass only).
+def forward(
+    weights: Weights, config: ModelConfig, token_ids: Sequence[np.ndarray], caches: Sequence[KVCache | None], *,
+    all_logits: bool = False, observer: Observer = NO_OBSERVER,
+) -> np.ndarray:
+    """The one pass every way to run the model uses: several sequences' new tokens at once.
 
-    Returns the final hidden states of every new token, (sum of T_i, d), and each sequence's rows.
+    `token_ids[i]` are new tokens of the sequence whose keys and values live in `caches[i]` (None:
+    no cache, attend within the pass only); each cache is extended by its tokens. Returns logits for
+    the last new token of every sequence, (sequences, vocab) — what generation needs; inference
+    engines skip the LM head for the other positions — or for every new token with all_logits=True.
     """
     if len(token_ids) != len(caches) or not token_ids:
         raise ValueError(f"one cache per sequence: got {len(token_ids)} token arrays and {len(caches)} caches")
@@ -375,33 +377,25 @@ def batch_hidden_states(
     if len(set(held)) != len(held):
         raise ValueError("each sequence needs its own KV cache: the same cache was given twice")
     token_ids = [np.asarray(ids, dtype=np.int64).reshape(-1) for ids in token_ids]
+    pasts = [cache.length if cache is not None else 0 for cache in caches]
     ends = np.cumsum([len(ids) for ids in token_ids])
     spans = [slice(int(end - len(ids)), int(end)) for ids, end in zip(token_ids, ends, strict=True)]
-    positions = np.concatenate([
-        np.arange(cache.length if cache is not None else 0, (cache.length if cache is not None else 0) + len(ids))
-        for ids, cache in zip(token_ids, caches, strict=True)
-    ])
+    positions = np.concatenate([np.arange(past, past + len(ids)) for ids, past in zip(token_ids, pasts, strict=True)])
     rotary = rope_angles(positions, config.head_dim, config.rope_theta)
     x = embed(weights.token_embedding, np.concatenate(token_ids))
     sequences = list(zip(spans, caches, strict=True))
     with blas_on_one_thread():  # the pass splits its own work across the cores (parallel.py)
         for index, layer in enumerate(weights.layers):
             x = transformer_block(x, layer, config, rotary, sequences, index, observer)
-    for ids, cache in zip(token_ids, caches, strict=True):
-        if cache is not None:
-            cache.advance(len(ids))
-    return rms_norm(x, weights.final_norm, config.rms_eps), spans
+        for ids, cache in zip(token_ids, caches, strict=True):
+            if cache is not None:
+                cache.advance(len(ids))
+        if not all_logits:
+            x = x[[span.stop - 1 for span in spans]]
+        return lm_head(rms_norm(x, weights.final_norm, config.rms_eps), weights.lm_head, observer)
 
 
-def hidden_states(
-    weights: Weights, config: ModelConfig, token_ids: np.ndarray, cache: KVCache | None,
-    observer: Observer = NO_OBSERVER,
-) -> np.ndarray:
-    """One sequence's new tokens through embedding, every block and the final norm. Returns (T, d)."""
-    return batch_hidden_states(weights, config, [token_ids], [cache], observer)[0]
-
-
-# --- the three ways to run the model ---------------------------------------------------------
+# --- the three ways to run one sequence ------------------------------------------------------
 
 def prefill(
     weights: Weights, config: ModelConfig, token_ids: np.ndarray, cache: KVCache, *, all_logits: bool = False,
@@ -412,24 +406,21 @@ def prefill(
     Returns logits (1, vocab) for the last position, which is all generation needs (inference
     engines skip the LM head for the other positions), or (T, vocab) with all_logits=True.
     """
-    h = hidden_states(weights, config, token_ids, cache, observer)
-    return lm_head(h if all_logits else h[-1:], weights.lm_head, observer)
+    return forward(weights, config, [token_ids], [cache], all_logits=all_logits, observer=observer)
 
 
 def decode_step(
     weights: Weights, config: ModelConfig, token_id: int, cache: KVCache, *, observer: Observer = NO_OBSERVER
 ) -> np.ndarray:
     """Process one token: attend over the cache, append its K/V. Returns logits (vocab,)."""
-    h = hidden_states(weights, config, np.array([token_id]), cache, observer)
-    return lm_head(h, weights.lm_head, observer)[0]
+    return forward(weights, config, [[token_id]], [cache], observer=observer)[0]
 
 
 def forward_without_cache(
     weights: Weights, config: ModelConfig, token_ids: np.ndarray, *, observer: Observer = NO_OBSERVER
 ) -> np.ndarray:
     """Recompute every position from scratch (no KV cache). Returns logits (vocab,) of the last."""
-    h = hidden_states(weights, config, token_ids, None, observer)
-    return lm_head(h[-1:], weights.lm_head, observer)[0]
+    return forward(weights, config, [token_ids], [None], observer=observer)[0]
 
 
 # --- many sequences in one pass: what a serving engine does ------------------------------------
@@ -443,8 +434,7 @@ def decode_batch(
     Every linear layer multiplies a (B, d) matrix by its weights, so the weights are read once for
     all B tokens. Returns logits (B, vocab): row i is what decode_step(token_ids[i], caches[i]) gives.
     """
-    h, _ = batch_hidden_states(weights, config, [[t] for t in token_ids], list(caches), observer)
-    return lm_head(h, weights.lm_head, observer)
+    return forward(weights, config, [[t] for t in token_ids], list(caches), observer=observer)
 
 
 def mixed_step(
@@ -457,8 +447,6 @@ def mixed_step(
     own cache, which it extends. Returns the decode rows' logits (B, vocab) and the chunk's last
     position's logits (vocab,): the prompt's first answer token when this chunk was its last.
     """
-    h, spans = batch_hidden_states(
-        weights, config, [*([t] for t in decode_token_ids), chunk_token_ids], [*decode_caches, chunk_cache], observer
-    )
-    logits = lm_head(h[[span.stop - 1 for span in spans]], weights.lm_head, observer)
+    logits = forward(weights, config, [*([t] for t in decode_token_ids), chunk_token_ids],
+                     [*decode_caches, chunk_cache], observer=observer)
     return logits[:-1], logits[-1]
