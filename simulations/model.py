@@ -145,6 +145,7 @@ def linear(
     (decode, a batch of decode rows) split W's rows instead, so each core reads its share of the
     weights once and together they stream W at the machine's bandwidth."""
     observer.matmul(x, w, b)
+    w = w.view(np.ndarray)  # a memory-mapped file's slices would run np.memmap's Python hook each time
     y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
     if x.shape[0] >= 2 * MIN_ROWS_PER_BLOCK:
         for_row_blocks(lambda rows: np.matmul(x[rows], w.T, out=y[rows]), x.shape[0])
