@@ -347,11 +347,13 @@ def transformer_block(
             values = np.ascontiguousarray(v[rows].transpose(1, 0, 2))
         mixed[rows] = attention(q[rows], keys, values, observer)
 
-    # Single-token sequences (decode rows) share the cores between them; a longer one (a prompt or
-    # a chunk of one) splits its own query blocks across the cores instead, so runs on its own.
+    # Single-token sequences (decode rows) are dealt out to the cores, every core's share in one
+    # hand-off; a longer one (a prompt or a chunk of one) splits its own query blocks across the
+    # cores instead, so runs on its own.
     single = [i for i, (rows, _) in enumerate(sequences) if rows.stop - rows.start == 1]
     if len(single) > 1:
-        for_each(attend, single)
+        cores = available_cores()
+        for_each(lambda first: [attend(i) for i in single[first::cores]], range(min(cores, len(single))))
     else:
         single = []
     for index in range(len(sequences)):
