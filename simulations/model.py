@@ -146,13 +146,16 @@ def linear(
     weights once and together they stream W at the machine's bandwidth."""
     observer.matmul(x, w, b)
     w = w.view(np.ndarray)  # a memory-mapped file's slices would run np.memmap's Python hook each time
-    y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
     if x.shape[0] >= 2 * MIN_ROWS_PER_BLOCK:
+        y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
         for_row_blocks(lambda rows: np.matmul(x[rows], w.T, out=y[rows]), x.shape[0])
     elif x.shape[0] == 1:  # matrix-vector order streams W once
+        y = np.empty((1, w.shape[0]), dtype=F32)
         for_weight_blocks(lambda part: np.matmul(w[part], x[0], out=y[0, part]), w.shape[0])
-    else:
-        for_weight_blocks(lambda part: np.matmul(x, w[part].T, out=y[:, part]), w.shape[0])
+    else:  # W @ x.T: for a few rows BLAS runs this order about twice as fast as x @ W.T (measured here)
+        y_t = np.empty((w.shape[0], x.shape[0]), dtype=F32)
+        for_weight_blocks(lambda part: np.matmul(w[part], x.T, out=y_t[part]), w.shape[0])
+        y = np.ascontiguousarray(y_t.T)
     if b is not None:
         y += b
     return y
