@@ -7,8 +7,7 @@ single-threaded inside each worker. Mixing the two kinds of threads costs a core
 multi-threaded call, OpenBLAS's own workers busy-wait for the next one (about 0.1 s), so a
 batched pass does all its splitting itself, matrix products included (measured here: a 2048-token
 prefill went from about 8 s to about 6.5 s). threadpoolctl drops whichever BLAS numpy loaded to one
-thread for the parallel section and restores its count after. A single row (decode) never comes
-here: its matrix-vector products keep BLAS's own threads.
+thread for the parallel section and restores its count after.
 
 A whole pass of the model runs inside `blas_on_one_thread()`: BLAS is set to one thread once per
 pass (setting it costs a few microseconds, and a pass has hundreds of parallel sections), and
@@ -92,7 +91,7 @@ def for_row_blocks(work: Callable[[slice], None], n_rows: int) -> None:
     """Call work(rows) for one block of rows per core (slices covering 0..n_rows).
 
     Fewer than 2 * MIN_ROWS_PER_BLOCK rows stay one block: splitting a small matrix costs more than
-    it saves, and a single row (decode) keeps BLAS's own threads for its matrix-vector products.
+    it saves (the model splits such a product's weight matrix instead, `for_weight_blocks`).
     """
     blocks = max(1, min(usable_cores(), n_rows // MIN_ROWS_PER_BLOCK))
     step = -(-n_rows // blocks)
