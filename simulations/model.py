@@ -351,15 +351,19 @@ def transformer_block(
     q, k = qk[:, :h], qk[:, h:]
     v = qkv[:, config.q_dim + config.kv_dim :].reshape(t, config.n_kv_heads, hd)
     mixed = np.empty((t, config.q_dim), dtype=F32)
-
-    def attend(index: int) -> None:
-        rows, cache = sequences[index]
+    attending = []  # (rows, keys, values) of every sequence
+    for rows, cache in sequences:
         if cache is not None:
             keys, values = cache.write(layer_index, k[rows], v[rows])  # views of the cache, past + new
         else:  # no cache: attend over the keys/values computed in this very pass
             keys = np.ascontiguousarray(k[rows].transpose(1, 0, 2))
             values = np.ascontiguousarray(v[rows].transpose(1, 0, 2))
-        mixed[rows] = attention(q[rows], keys, values, observer)
+        observer.attention(q[rows], keys, values)  # here, on the calling thread, in sequence order
+        attending.append((rows, keys, values))
+
+    def attend(index: int) -> None:
+        rows, keys, values = attending[index]
+        mixed[rows] = attention(q[rows], keys, values)  # observed above
 
     # Single-token sequences (decode rows) are dealt out to the cores, every core's share in one
     # hand-off; a longer one (a prompt or a chunk of one) splits its own query blocks across the

@@ -300,3 +300,21 @@ def test_decode_attention_split_into_key_blocks_matches_one_block(tiny, monkeypa
     monkeypatch.setattr(M, "MIN_KEYS_PER_BLOCK", 5)
     monkeypatch.setattr(M, "usable_cores", lambda: 3)  # three uneven blocks of 13, 13 and 12 keys
     assert_close(decode_step(tiny.weights, tiny.config, 77, twin), whole)
+
+
+def test_an_observer_sees_every_users_attention_in_order_on_the_calling_thread(tiny):
+    """Observers need no locks: a batch's users are reported one after another, where the pass was called."""
+    import threading
+
+    class Seen(M.Observer):
+        def __init__(self) -> None:
+            self.calls: list[tuple[int, str]] = []
+
+        def attention(self, q, k, v):
+            self.calls.append((k.shape[1], threading.current_thread().name))
+
+    lengths = [5, 9, 6, 8, 7]
+    seen = Seen()
+    decode_batch(tiny.weights, tiny.config, [1, 2, 3, 4, 5], users_with_prompts(tiny, lengths), observer=seen)
+    here = threading.current_thread().name
+    assert seen.calls == [(n + 1, here) for _ in range(tiny.config.n_layers) for n in lengths]
