@@ -151,16 +151,18 @@ def predicted_knee(ridge: float, bytes_per_weight: float) -> float:
 
 def projected_knees() -> list[dict[str, Any]]:
     """The same prediction on the projected devices, from their spec sheets' ridge points (projected)."""
-    from . import projections as p
+    from . import projection_data as sourced
+    from . import projections
 
-    devices = p.load_data("accelerators")["devices"]
+    devices = sourced.load_data("accelerators")["devices"]
     knees = []
-    for model_id in p.default_models():
+    for model_id in sourced.default_models():
         for device_id, device in devices.items():
-            for dtype in p.PROJECTION_DTYPES:
-                ridge = p.device_peak_flops(device, dtype) / p.device_bandwidth(device)
-                bytes_per_weight = p.bits_per_weight(model_id, dtype) / 8
-                knees.append({"id": f"{model_id}/{device_id}/{dtype}", "model": model_id, "device": device_id,
+            for dtype in sourced.PROJECTION_DTYPES:
+                peak_flops, bandwidth = projections.ceilings(device, dtype)
+                ridge = peak_flops / bandwidth
+                bytes_per_weight = sourced.bits_per_weight(model_id, dtype) / 8
+                knees.append({"id": projections.projection_id(model_id, device_id, dtype), "model": model_id, "device": device_id,
                               "dtype": dtype, "bytes_per_weight": round(bytes_per_weight, 4),
                               "ridge": round(ridge, 1),
                               "predicted_batch": round(predicted_knee(ridge, bytes_per_weight), 1),
