@@ -188,7 +188,7 @@ export function createPlayer({
   scrubber.addEventListener("input", () => seek(Number(scrubber.value)));
   speedSelect.addEventListener("change", () => update({ speed: Number(speedSelect.value) }));
 
-  // Keyboard on the demo: Space play/pause, ←/→ one token, Home/End. Form controls keep their own keys.
+  // Keyboard on the demo: Space play/pause, ←/→ one token (or frame), Home/End. Form controls keep their own keys.
   root.addEventListener("keydown", (event) => {
     const target = event.target;
     if (event.altKey || event.ctrlKey || event.metaKey) return;
