@@ -69,6 +69,8 @@ def test_answer_tokens_that_are_no_whole_character_are_shown_as_their_bytes():
     whole = trace_with(["user"], answer="量", steps=[step("量", "E9 87", True), step("量", "8F", True)])
     assert answer_pieces(whole["steps"], "量") == ([{"text": "量"}, {"text": ""}], True)  # the repeat is dropped
     assert parts(whole) == [{"text": "量"}]
+    run = trace_with(["user"], answer="A\ufffd", steps=[step("A", "41"), step("\ufffd", "E8"), step("\ufffd", "AF")])
+    assert parts(run) == [{"text": "A"}, {"bytes": "E8 AF"}]  # a run of them is one box, as in the answer's text
     odd = trace_with(["user"], answer="Hello", steps=[step("Help", "48")])
     assert parts(odd) == [{"text": "Hello"}]  # pieces that do not spell the answer: the answer itself
 

@@ -259,3 +259,19 @@ def test_figure_floats_keep_four_significant_digits(trace, strings: Strings):
     figure = prefill.kv_heatmap(trace, strings, SOURCE)
     values = [v for row in figure["data"][0]["z"] for v in row]
     assert all(len(f"{abs(v):.10g}".replace(".", "").lstrip("0")) <= 4 for v in values if v)
+
+
+def test_a_projection_sits_on_its_devices_roofline_like_a_measured_phase(measurements, strings: Strings):
+    block = parse_blocks("```demo\nkind: roofline\nprojections: [llama-3.1-8b/h100-sxm/fp16]\n```\n", "docs/zh/x.md")[0]
+    validate(block, Limits("tiny", 8192, len, measurements.projection_ids()))
+    sources = BUILDERS["roofline"](block, measurements, strings).data["sources"]
+    assert [source["id"] for source in sources] == ["measured", "llama-3.1-8b/h100-sxm/fp16"]
+    assert sources[0]["prefill"] == {key: measurements.roofline()["prefill"][key]
+                                     for key in ("compute_utilization", "bandwidth_utilization")}
+    projected = sources[1]
+    # The limiting ceiling is the whole of the roofline's time; decode of an 8B model is memory-bound.
+    for phase in ("prefill", "decode"):
+        shares = projected[phase]
+        assert max(shares.values()) == pytest.approx(1.0) and min(shares.values()) < 1.0
+    assert projected["decode"]["bandwidth_utilization"] == pytest.approx(1.0)
+    assert projected["frame"] == projected["id"]  # the utilisation chart's frame for this choice

@@ -121,16 +121,18 @@ def answer_pieces(steps: list[dict[str, Any]], answer: str) -> tuple[list[dict[s
 
 
 def answer_parts(pieces: list[dict[str, str]], exact: bool, answer: str) -> list[dict[str, str]]:
-    """The whole answer as the fallback shows it: runs of text, and the bytes of each token that makes no
-    whole character (the pieces, merged); the recorded answer itself if the pieces do not spell it."""
+    """The whole answer as the fallback shows it: the pieces, each run of text joined, and each run of
+    tokens that make no whole character as one box of their bytes; the recorded answer itself if the
+    pieces do not spell it."""
     if not exact:
         return [{"text": answer}]
     parts: list[dict[str, str]] = []
     for piece in pieces:
-        if "text" in piece and parts and "text" in parts[-1]:
-            parts[-1] = {"text": parts[-1]["text"] + piece["text"]}
-        elif piece.get("text") != "":
-            parts.append(dict(piece))
+        kind, value = next(iter(piece.items()))
+        if parts and kind in parts[-1]:
+            parts[-1] = {kind: parts[-1][kind] + value if kind == "text" else f"{parts[-1][kind]} {value}"}
+        elif value:
+            parts.append({kind: value})
     return parts
 
 
@@ -167,6 +169,6 @@ def trace_rows(r: dict[str, Any], strings: Strings) -> list[tuple[str, str]]:
 
 
 def phase_readout(ttft_ms: float, decode_ms: float) -> dict[str, float]:
-    """TTFT, decode pace and the TPS it makes (one place where TPS comes from milliseconds per token)."""
+    """TTFT, decode pace and the TPS it makes, for the sweep and projection rows the demos show."""
     return {"ttft_ms": ttft_ms, "decode_ms_per_token": decode_ms, "tps": 1000.0 / decode_ms if decode_ms else 0.0}
 
