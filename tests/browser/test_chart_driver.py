@@ -168,3 +168,33 @@ def test_the_kv_heatmaps_show_once_the_player_has_run_prefill(open_page, lang):
     wait_for_state(page, demo, "ended")
     assert eventually(page, drawn_opacity, 1, 0) == 1
     log.assert_clean()
+
+
+@pytest.mark.parametrize("kind", ["timeline", "roofline"])
+def test_a_stepper_plays_to_its_end_when_frame_times_lag_behind_the_press(open_page, kind):
+    """An animation frame's timestamp can precede the moment Play read the clock: the stepper never steps
+    back before its first frame (it has nothing to show there) and still runs to its last."""
+    page, log, demo = open_demo(open_page, "en/", kind, query=FAST)
+    strings = demo_data(page, demo)["strings"]
+    page.evaluate("() => { const now = performance.now.bind(performance); performance.now = () => now() + 40; }")
+    demo.locator("[data-pd-stage]").focus()
+    page.keyboard.press("Home")
+    demo.get_by_role("button", name=strings["common.play"], exact=True).click()
+    wait_for_state(page, demo, "ended")
+    assert int(demo.get_attribute("data-pd-count")) == int(demo.locator("input[type=range]").get_attribute("max"))
+    log.assert_clean()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("kind", ["timeline", "roofline"])
+def test_a_steppers_controls_fit_a_320_px_phone(open_page, lang, kind):
+    """The prompt-length player wraps its controls (Play, steps, the named scrubber and its value) on a phone."""
+    page, log, demo = open_demo(open_page, lang, kind, query="", viewport={"width": 320, "height": 800})
+    controls = demo.locator(".pd-controls")
+    controls.scroll_into_view_if_needed()
+    inside = controls.evaluate("el => [...el.querySelectorAll('button, input, output, label')].every(part => {"
+                               " const box = part.getBoundingClientRect(); return box.right <= innerWidth + 0.5"
+                               " && box.left >= -0.5; })")
+    assert inside
+    assert demo.locator(".pd-controls__value").text_content().strip()  # the prompt length shown beside it
+    log.assert_clean()

@@ -142,7 +142,9 @@ export function createPlayer({
   }
 
   function tick(now) {
-    const elapsed = Math.min(MAX_FRAME_MS, now - lastNow);
+    // A frame's timestamp can precede the performance.now() that play() read: never step backwards
+    // (before the first frame a stepper has nothing to show).
+    const elapsed = Math.max(0, Math.min(MAX_FRAME_MS, now - lastNow));
     lastNow = now;
     const t = Math.min(duration, state.t + elapsed * state.speed);
     if (t >= duration) {
@@ -188,7 +190,7 @@ export function createPlayer({
   scrubber.addEventListener("input", () => seek(Number(scrubber.value)));
   speedSelect.addEventListener("change", () => update({ speed: Number(speedSelect.value) }));
 
-  // Keyboard on the demo: Space play/pause, ←/→ one token, Home/End. Form controls keep their own keys.
+  // Keyboard on the demo: Space play/pause, ←/→ one token (or frame), Home/End. Form controls keep their own keys.
   root.addEventListener("keydown", (event) => {
     const target = event.target;
     if (event.altKey || event.ctrlKey || event.metaKey) return;
