@@ -42,12 +42,7 @@ def plotly_file(config: MkDocsConfig, project_dir: Path) -> File:
     return File.generated(config, language_prefix(config) + PLOTLY_URI, abs_src_path=str(plotly_bundle(project_dir)))
 
 
-def demo_file_name(kind: str, lang: str, content: str) -> str:
-    """Content-addressed: a changed demo gets a new URL, so browsers never show a stale one."""
-    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:12]
-    return f"{kind}-{lang}-{digest}.json"
-
-
 def demo_file(config: MkDocsConfig, kind: str, lang: str, content: str) -> File:
-    name = demo_file_name(kind, lang, content)
-    return File.generated(config, f"{language_prefix(config)}{TRACES_DIR}/{name}", content=content)
+    """A demo's JSON, content-addressed: a changed demo gets a new URL, so browsers never show a stale one."""
+    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:12]
+    return File.generated(config, f"{language_prefix(config)}{TRACES_DIR}/{kind}-{lang}-{digest}.json", content=content)

@@ -74,14 +74,13 @@ class Measurements:
         self.code_hash = code_hash
         self.settings = settings or sweep_settings()
 
-    def _parts(self, what: str, *, model: bool = True, **inputs: Any) -> dict[str, Any]:
+    def _cached(self, what: str, label: str, compute: Any, *, model: bool = True, **inputs: Any) -> Any:
+        """The result of `compute`, keyed by what it is, its inputs, the simulation code and (unless it does
+        not depend on it) the model."""
         parts = {"what": what, "inputs": inputs, "simulation_code": self.code_hash}
         if model:
             parts["model"] = self.simulator.fingerprint
-        return parts
-
-    def _cached(self, what: str, label: str, compute: Any, *, model: bool = True, **inputs: Any) -> Any:
-        return self.cache.get_or_compute(self._parts(what, model=model, **inputs), compute, label=label)
+        return self.cache.get_or_compute(parts, compute, label=label)
 
     def trace(self, prompt: str, max_new_tokens: int, chat: bool = True) -> dict[str, Any]:
         label = f"recording {prompt[:40]!r} ({max_new_tokens} new tokens max) on {self.simulator.model_name}"

@@ -30,7 +30,7 @@ from hooks.demos.builders.common import measured_source
 from hooks.demos.cache import ResultCache, source_hash
 from hooks.demos.measurements import Measurements, sweep_settings
 from hooks.demos.simulator import NumpySimulator, Simulator, model_spec, simulations_dir
-from hooks.demos.strings import Strings, load_strings, readable_strings
+from hooks.demos.strings import Strings, load_strings, readable_strings, shown_path
 from hooks.markdown_blocks import demo_fences
 
 log = get_plugin_logger(__name__)
@@ -95,11 +95,7 @@ class DemoSite:
         self._limits: Limits | None = None
 
     def shown_path(self, file: File) -> str:
-        path = Path(file.abs_src_path)
-        try:
-            return path.relative_to(self.project_dir).as_posix()
-        except ValueError:
-            return path.as_posix()
+        return shown_path(Path(file.abs_src_path), self.project_dir)
 
     # -- on_files ---------------------------------------------------------------------------------
     def prepare(self, files: Files, config: MkDocsConfig) -> list[File]:
