@@ -17,7 +17,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import get_plugin_logger
 
 from hooks.demos.cache import ResultCache
-from hooks.demos.simulator import Progress, Simulator
+from hooks.demos.simulator import NumpySimulator, Progress
 
 log = get_plugin_logger(__name__)
 
@@ -67,7 +67,7 @@ def progress_logger(label: str, every_s: float = 2.0) -> Progress:
 class Measurements:
     """Cached access to every simulation result, keyed by inputs, simulation code and model."""
 
-    def __init__(self, simulator: Simulator, cache: ResultCache, code_hash: str,
+    def __init__(self, simulator: NumpySimulator, cache: ResultCache, code_hash: str,
                  settings: SweepSettings | None = None) -> None:
         self.simulator = simulator
         self.cache = cache

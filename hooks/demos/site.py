@@ -29,7 +29,7 @@ from hooks.demos.builders import BUILDERS
 from hooks.demos.builders.common import measured_source
 from hooks.demos.cache import ResultCache, source_hash
 from hooks.demos.measurements import Measurements, sweep_settings
-from hooks.demos.simulator import NumpySimulator, Simulator, model_spec, simulations_dir
+from hooks.demos.simulator import NumpySimulator, model_spec, simulations_dir
 from hooks.demos.strings import Strings, load_strings, readable_strings, shown_path
 from hooks.markdown_blocks import demo_fences
 
@@ -39,7 +39,7 @@ CACHE_DIR = Path(".cache") / "traces"
 
 
 @cache
-def _simulator(spec: str | None) -> Simulator:
+def _simulator(spec: str | None) -> NumpySimulator:
     return NumpySimulator(spec)
 
 
