@@ -21,13 +21,6 @@ TRACES_DIR = "assets/traces"
 PARTIAL_BUNDLE = Path(".ci/node_modules/plotly.js-cartesian-dist-min/plotly-cartesian.min.js")
 
 
-def plotly_bundle(project_dir: Path) -> Path:
-    """The Plotly JS the site serves: the cartesian partial bundle if installed, else the full one
-    shipped inside the plotly Python package (same plotly.js version)."""
-    partial = project_dir / PARTIAL_BUNDLE
-    if partial.is_file():
-        return partial
-    return Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 
 
 def language_prefix(config: MkDocsConfig) -> str:
@@ -39,7 +32,12 @@ def language_prefix(config: MkDocsConfig) -> str:
 
 
 def plotly_file(config: MkDocsConfig, project_dir: Path) -> File:
-    return File.generated(config, language_prefix(config) + PLOTLY_URI, abs_src_path=str(plotly_bundle(project_dir)))
+    """The Plotly JS the site serves: the cartesian partial bundle if installed, else the full one
+    shipped inside the plotly Python package (same plotly.js version)."""
+    bundle = project_dir / PARTIAL_BUNDLE
+    if not bundle.is_file():
+        bundle = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+    return File.generated(config, language_prefix(config) + PLOTLY_URI, abs_src_path=str(bundle))
 
 
 def demo_file(config: MkDocsConfig, kind: str, lang: str, content: str) -> File:

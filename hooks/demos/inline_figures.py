@@ -19,7 +19,7 @@ from markupsafe import escape
 
 from hooks.authoring import mistake
 from hooks.demos import formatting as fmt
-from hooks.demos.readouts import cache_point, projection_rows, sweep_point
+from hooks.demos.readouts import projection_rows
 from hooks.markdown_blocks import iter_fences
 
 _REF = re.compile(r"(?P<code>(?P<ticks>`+).+?(?P=ticks))|\{\{(?P<body>.*?)\}\}", re.S)
@@ -208,7 +208,7 @@ class FigureResolver:
         if key in ("tps_change_pct", "tps_drop_pct"):
             change = (last["tps"] - first["tps"]) / first["tps"]
             return self._number(change if key == "tps_change_pct" else -change, fmt.percent)
-        point = sweep_point(g["sweep"](), _int_arg(arg, [p["prompt_tokens"] for p in points]))
+        point = _measured_at(points, "prompt_tokens", arg)
         if key == "prefill_util":
             seconds = point["ttft_ms"] / 1000
             peak = g["roofline"]()["machine"]["peak_gflops"] * 1e9
@@ -218,8 +218,7 @@ class FigureResolver:
         return self._number(point[field], show)
 
     def _cache(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
-        sweep = g["sweep"]()
-        point = cache_point(sweep, _int_arg(arg, [p["context"] for p in sweep["cache_vs_recompute"]]))
+        point = _measured_at(g["sweep"]()["cache_vs_recompute"], "context", arg)
         cached, recompute = point["cached_ms_per_token"], point["recompute_ms_per_token"]
         value, show = {"cached_ms": (cached, fmt.ms), "recompute_ms": (recompute, fmt.ms),
                        "speedup": (recompute / cached, fmt.times)}[key]
@@ -309,10 +308,12 @@ def _prefill_crossover(counts: Callable[..., dict[str, int]], ridge: float, max_
                       f"model's context of {max_context} tokens")
 
 
-def _int_arg(arg: str | None, allowed: list[int]) -> int:
-    if arg is None or not arg.isdigit() or int(arg) not in allowed:
-        raise LookupError(f"@{arg} is not measured (measured: {', '.join(map(str, allowed))})")
-    return int(arg)
+def _measured_at(points: list[dict[str, Any]], field: str, arg: str | None) -> dict[str, Any]:
+    """The point whose `field` is the number `arg`; any other `arg` is an error listing the measured ones."""
+    point = next((p for p in points if arg and arg.isdigit() and p[field] == int(arg)), None)
+    if point is None:
+        raise LookupError(f"@{arg} is not measured (measured: {', '.join(str(p[field]) for p in points)})")
+    return point
 
 
 def allowed_names() -> str:
