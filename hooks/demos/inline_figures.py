@@ -137,9 +137,7 @@ class FigureResolver:
 
     def figure(self, body: str) -> Figure:
         """The figure a `{{ body }}` reference names."""
-        return self.resolve(*parse_ref(body))
-
-    def resolve(self, name: str, arg: str | None) -> Figure:
+        name, arg = parse_ref(body)
         if name in PAGE_NAMES:
             return self._page(name, arg)
         if name not in GLOBAL_NAMES:
@@ -181,9 +179,10 @@ class FigureResolver:
         peaks = g["roofline"]()["machine"]
         if key in ("peak_gflops", "peak_gbps"):
             return self._unit(peaks[key], "GFLOP/s" if key == "peak_gflops" else "GB/s")
+        ridge = peaks["peak_gflops"] / peaks["peak_gbps"]  # FLOP/byte where the two ceilings meet
         if key == "ridge":
-            return self._unit(_ridge(peaks), "FLOP/byte")
-        return self._number(_prefill_crossover(g["counts"], _ridge(peaks), g["max_context"]()), fmt.count)
+            return self._unit(ridge, "FLOP/byte")
+        return self._number(_prefill_crossover(g["counts"], ridge, g["max_context"]()), fmt.count)
 
     def _model(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
         model = g["model"]()
@@ -281,10 +280,6 @@ class FigureResolver:
             return Figure(None, str(source.get("title", "")), "published", cited)
         show = fmt.tps if key == "published_tps" else fmt.percent
         return Figure(float(row[key]), show(row[key], self.lang), "published", cited)
-
-
-def _ridge(peaks: dict[str, Any]) -> float:
-    return peaks["peak_gflops"] / peaks["peak_gbps"]
 
 
 def _prefill_flops(counts: Callable[..., dict[str, int]], prompt_tokens: int) -> int:

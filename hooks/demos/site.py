@@ -187,7 +187,12 @@ class DemoSite:
             return markdown
         markdown = claims.resolve_page(markdown, demos.source, demos.src_path, self.figures(demos.readouts))
         markdown = self._replace_blocks(markdown, demos, page)
-        return self._replace_figures(markdown, demos)
+        m, strings = self.measurements, self.strings
+        # Titles are built on first use: a page without figure references never triggers the sweep.
+        titles = {"measured": lambda: measured_source(m.sweep()["machine"], m.simulator.model_name, strings),
+                  "projected": lambda: strings["common.projected_note"]}
+        return inline_figures.replace_figures(markdown, demos.source, demos.src_path, self.figures(demos.readouts),
+                                              titles)
 
     def _replace_blocks(self, markdown: str, demos: PageDemos, page: Page) -> str:
         if not demos.places:
@@ -212,14 +217,6 @@ class DemoSite:
     def page_content(self, html: str, page: Page) -> str:
         demos = self.pages.get(self.shown_path(page.file))
         return render.fill_slots(html, demos.placed, demos.src_path) if demos and demos.placed else html
-
-    def _replace_figures(self, markdown: str, demos: PageDemos) -> str:
-        m, strings = self.measurements, self.strings
-        resolver = self.figures(demos.readouts)
-        # Titles are built on first use: a page without figure references never triggers the sweep.
-        titles = {"measured": lambda: measured_source(m.sweep()["machine"], m.simulator.model_name, strings),
-                  "projected": lambda: strings["common.projected_note"]}
-        return inline_figures.replace_figures(markdown, demos.source, demos.src_path, resolver, titles)
 
     def figures(self, page_readouts: dict[str, dict[str, Any]] | None = None) -> inline_figures.FigureResolver:
         """Figures for this language: the global measurements, and the page's demos' readouts if on a page."""
