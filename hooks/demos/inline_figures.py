@@ -113,13 +113,9 @@ class Figure:
 def figure_sources(measurements: Any) -> Callable[[], dict[str, Any]]:
     """The global measurements a resolver reads, each computed (or read from the cache) on first use."""
     m = measurements
-
-    def sources() -> dict[str, Any]:
-        return {"sweep": m.sweep, "roofline": m.roofline, "projections": m.projections,
-                "model": m.simulator.model_summary, "machine": lambda: m.sweep()["machine"],
-                "counts": m.simulator.expected_counts, "max_context": lambda: m.simulator.max_context}
-
-    return sources
+    return lambda: {"sweep": m.sweep, "roofline": m.roofline, "projections": m.projections,
+                    "model": m.simulator.model_summary, "machine": lambda: m.sweep()["machine"],
+                    "counts": m.simulator.expected_counts, "max_context": lambda: m.simulator.max_context}
 
 
 class FigureResolver:
