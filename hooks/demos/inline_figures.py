@@ -242,9 +242,6 @@ class FigureResolver:
             first, last = rows[0]["tps"], rows[-1]["tps"]
             return self._number((first - last) / first, fmt.percent, "projected")
         if key == "prefill_crossover_tokens":
-            if "prefill_crossover_tokens" not in rows[0]:
-                raise LookupError(f"the projections data has no prefill_crossover_tokens for {pid} (the key "
-                                  "comes from simulations.projections.project_one, which does not provide it yet)")
             return self._number(rows[0]["prefill_crossover_tokens"], fmt.count, "projected")
         row = next((r for r in rows if str(r["prompt_tokens"]) == length), None)
         if row is None:

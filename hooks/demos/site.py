@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +92,6 @@ class DemoSite:
         self.strings: Strings | None = None
         self.strings_mistake: str | None = None  # the error box shown with every demo (mkdocs serve)
         self.lang = ""
-        self._limits: Limits | None = None
 
     def shown_path(self, file: File) -> str:
         return shown_path(Path(file.abs_src_path), self.project_dir)
@@ -124,18 +123,18 @@ class DemoSite:
             readable = readable_strings(docs_dir, self.lang, default_lang, self.project_dir)
             return readable or Strings(self.lang, error.path, {}), box
 
+    @cached_property
     def limits(self) -> Limits:
-        if self._limits is None:  # loads the model: only when a page has a demo block
-            simulator = self.measurements.simulator
-            self._limits = Limits(model_name=simulator.model_name, max_context=simulator.max_context,
-                                  count_prompt_tokens=simulator.count_prompt_tokens,
-                                  projection_ids=self.measurements.projection_ids())
-        return self._limits
+        """What a demo block may ask for (loads the model: only asked when a page has a demo block)."""
+        simulator = self.measurements.simulator
+        return Limits(model_name=simulator.model_name, max_context=simulator.max_context,
+                      count_prompt_tokens=simulator.count_prompt_tokens,
+                      projection_ids=self.measurements.projection_ids())
 
     def _check(self, page: PageDemos, index: int, source: BlockSource) -> DemoBlock | str:
         """The parsed, validated block, or the error box of its mistake (mkdocs serve; a build stops)."""
         try:
-            block = blocks.validate(blocks.parse_block(source, page.src_path, index), self.limits())
+            block = blocks.validate(blocks.parse_block(source, page.src_path, index), self.limits)
             claims.resolve_note(block, self.figures())
             return block
         except AuthoringMistake as error:
