@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from markupsafe import escape
@@ -73,9 +74,7 @@ def prose_matches(pattern: re.Pattern[str], markdown: str) -> list[re.Match[str]
     """Matches of `pattern` outside fenced code, in order. `pattern` must match inline code spans itself
     (as a group the caller ignores), so that what is inside backticks is skipped too."""
     lines = markdown.split("\n")
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line) + 1)
+    offsets = [0, *accumulate(len(line) + 1 for line in lines)]  # where each line starts
     found = []
     cursor = 0
     for fence in [*iter_fences(lines), None]:
@@ -134,13 +133,13 @@ class FigureResolver:
     def figure(self, body: str) -> Figure:
         """The figure a `{{ body }}` reference names."""
         name, arg = parse_ref(body)
-        if name in PAGE_NAMES:
-            return self._page(name, arg)
-        if name not in GLOBAL_NAMES:
+        expects = GLOBAL_NAMES.get(name, PAGE_NAMES.get(name))
+        if expects is None:
             raise LookupError(f"unknown figure name {name!r}")
-        expects = GLOBAL_NAMES[name]
         if bool(expects) != (arg is not None):
             raise LookupError(f"{name} needs @{expects}" if expects else f"{name} takes no @argument")
+        if name in PAGE_NAMES:
+            return self._page(name)
         group, key = name.split(".", 1)
         return getattr(self, f"_{group}")(key, arg, self.globals())
 
@@ -152,10 +151,8 @@ class FigureResolver:
         return Figure(float(value), fmt.with_unit(value, unit, self.lang), source)
 
     # -- names by group -----------------------------------------------------------------------------
-    def _page(self, name: str, arg: str | None) -> Figure:
+    def _page(self, name: str) -> Figure:
         kind, key = name.split(".", 1)
-        if arg is not None:
-            raise LookupError(f"{name} takes no @argument")
         if self.page_readouts is None:
             raise LookupError(f"{name} is a figure of a page's {kind} demo: it can be used in a chapter's "
                               "prose, not in a demo block's note or a strings file")
@@ -242,6 +239,9 @@ class FigureResolver:
             first, last = rows[0]["tps"], rows[-1]["tps"]
             return self._number((first - last) / first, fmt.percent, "projected")
         if key == "prefill_crossover_tokens":
+            if "prefill_crossover_tokens" not in rows[0]:
+                raise LookupError(f"the projections data has no prefill_crossover_tokens for {pid} (the key "
+                                  "comes from simulations.projections.project_one, which does not provide it yet)")
             return self._number(rows[0]["prefill_crossover_tokens"], fmt.count, "projected")
         row = next((r for r in rows if str(r["prompt_tokens"]) == length), None)
         if row is None:
