@@ -119,5 +119,4 @@ class Measurements:
                             model=False, prompt_lengths=lengths)
 
     def projection_ids(self) -> frozenset[str]:
-        rows = self.projections()["projections"]
-        return frozenset(row["id"] for row in rows)
+        return frozenset(row["id"] for row in self.projections()["projections"])
