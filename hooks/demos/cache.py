@@ -39,10 +39,7 @@ def source_hash(package_dir: Path) -> str:
     for path in sorted(package_dir.rglob("*")):
         if path.is_file() and path.suffix in {".py", ".json", ".yml", ".yaml", ".txt", ".csv"} \
                 and "__pycache__" not in path.parts:
-            digest.update(path.relative_to(package_dir).as_posix().encode())
-            digest.update(b"\0")
-            digest.update(path.read_bytes())
-            digest.update(b"\0")
+            digest.update(path.relative_to(package_dir).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
