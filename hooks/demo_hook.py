@@ -16,18 +16,14 @@ from mkdocs.structure.pages import Page
 
 from hooks.demos.site import DemoSite, default_measurements
 
-_site: DemoSite | None = None
-
-
-def _project_dir(config: MkDocsConfig) -> Path:
-    return Path(config.config_file_path).resolve().parent
+_site: DemoSite  # one per language build, made by on_files (which MkDocs runs before any page event)
 
 
 # After mkdocs-static-i18n (priority -100) has chosen this language's pages and asset folders.
 @event_priority(-110)
 def on_files(files: Files, *, config: MkDocsConfig) -> Files:
     global _site
-    project_dir = _project_dir(config)
+    project_dir = Path(config.config_file_path).resolve().parent
     templates = Path(config.theme.custom_dir or project_dir / "overrides") / "pd"
     _site = DemoSite(project_dir, default_measurements(project_dir), templates)
     for file in _site.prepare(files, config):
@@ -36,12 +32,8 @@ def on_files(files: Files, *, config: MkDocsConfig) -> Files:
 
 
 def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-    if _site is None:
-        return markdown
     return _site.page_markdown(markdown, page)
 
 
 def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-    if _site is None:
-        return html
     return _site.page_content(html, page)

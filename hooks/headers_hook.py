@@ -42,16 +42,14 @@ def on_post_build(*, config: MkDocsConfig) -> None:
             # A hash cannot allow these: under the CSP they would silently do nothing.
             log.warning(f"{page}: inline {what} is blocked by the Content-Security-Policy; "
                         "move it into a script file under docs/assets/")
-        if _pages_carry_policy:
-            _place_policy(site_dir / page, code.hashes)
+        if not _pages_carry_policy:
+            continue
+        path = site_dir / page
+        html = path.read_text(encoding="utf-8")
+        secured = with_policy(html, code.hashes)
+        if secured is None:
+            log.warning(f"{path.name}: no <meta charset> or <head> to put the Content-Security-Policy after; "
+                        "on a host without headers this page runs unprotected")
+        elif secured != html:
+            path.write_text(secured, encoding="utf-8")
     write_headers_file(site_dir, found)
-
-
-def _place_policy(path: Path, script_hashes: list[str]) -> None:
-    html = path.read_text(encoding="utf-8")
-    secured = with_policy(html, script_hashes)
-    if secured is None:
-        log.warning(f"{path.name}: no <meta charset> or <head> to put the Content-Security-Policy after; "
-                    "on a host without headers this page runs unprotected")
-    elif secured != html:
-        path.write_text(secured, encoding="utf-8")

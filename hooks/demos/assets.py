@@ -21,13 +21,6 @@ TRACES_DIR = "assets/traces"
 PARTIAL_BUNDLE = Path(".ci/node_modules/plotly.js-cartesian-dist-min/plotly-cartesian.min.js")
 
 
-def plotly_bundle(project_dir: Path) -> Path:
-    """The Plotly JS the site serves: the cartesian partial bundle if installed, else the full one
-    shipped inside the plotly Python package (same plotly.js version)."""
-    partial = project_dir / PARTIAL_BUNDLE
-    if partial.is_file():
-        return partial
-    return Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 
 
 def language_prefix(config: MkDocsConfig) -> str:
@@ -39,15 +32,15 @@ def language_prefix(config: MkDocsConfig) -> str:
 
 
 def plotly_file(config: MkDocsConfig, project_dir: Path) -> File:
-    return File.generated(config, language_prefix(config) + PLOTLY_URI, abs_src_path=str(plotly_bundle(project_dir)))
-
-
-def demo_file_name(kind: str, lang: str, content: str) -> str:
-    """Content-addressed: a changed demo gets a new URL, so browsers never show a stale one."""
-    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:12]
-    return f"{kind}-{lang}-{digest}.json"
+    """The Plotly JS the site serves: the cartesian partial bundle if installed, else the full one
+    shipped inside the plotly Python package (same plotly.js version)."""
+    bundle = project_dir / PARTIAL_BUNDLE
+    if not bundle.is_file():
+        bundle = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+    return File.generated(config, language_prefix(config) + PLOTLY_URI, abs_src_path=str(bundle))
 
 
 def demo_file(config: MkDocsConfig, kind: str, lang: str, content: str) -> File:
-    name = demo_file_name(kind, lang, content)
-    return File.generated(config, f"{language_prefix(config)}{TRACES_DIR}/{name}", content=content)
+    """A demo's JSON, content-addressed: a changed demo gets a new URL, so browsers never show a stale one."""
+    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:12]
+    return File.generated(config, f"{language_prefix(config)}{TRACES_DIR}/{kind}-{lang}-{digest}.json", content=content)

@@ -39,10 +39,7 @@ def source_hash(package_dir: Path) -> str:
     for path in sorted(package_dir.rglob("*")):
         if path.is_file() and path.suffix in {".py", ".json", ".yml", ".yaml", ".txt", ".csv"} \
                 and "__pycache__" not in path.parts:
-            digest.update(path.relative_to(package_dir).as_posix().encode())
-            digest.update(b"\0")
-            digest.update(path.read_bytes())
-            digest.update(b"\0")
+            digest.update(path.relative_to(package_dir).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -67,18 +64,10 @@ class ResultCache:
     def damaged(self, key: str) -> bool:
         """True when the file of `key` exists but is corrupt. The result is then forgotten in memory too,
         so the next lookup reads the file, reports it and recomputes it."""
-        path = self.path_for(key)
-        if not path.exists():
-            return False
-        try:
-            header_line, _, payload = path.read_bytes().partition(b"\n")
-            header = json.loads(header_line)
-            sound = header.get("key") == key and hashlib.sha256(payload).hexdigest() == header.get("sha256")
-        except (OSError, ValueError, AttributeError, TypeError):
-            sound = False
-        if not sound:
+        problem = self._read(key)[1]
+        if problem is not None:
             self.memo.pop(key, None)
-        return not sound
+        return problem is not None
 
     def path_for(self, key: str) -> Path:
         return self.directory / f"{key}.json"

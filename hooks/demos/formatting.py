@@ -1,27 +1,12 @@
 """Numbers as the prose and the fallbacks show them: value, unit, thousands separators.
 
-Chinese and English use the same digits and units, but not the same "times" (23.9 倍, 23.9×); the
-per-language table is where a future language with other separators would differ.
+Chinese and English use the same digits, separators and units, but not the same "times" (23.9 倍, 23.9×).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class NumberStyle:
-    thousands: str = ","
-    decimal: str = "."
-    unit_space: str = " "
-    times: str = "×"  # after a ratio: 23.9×
-
-
-STYLES: dict[str, NumberStyle] = {"zh": NumberStyle(times=" 倍"), "en": NumberStyle()}
-
-
-def style_for(lang: str) -> NumberStyle:
-    return STYLES.get(lang, NumberStyle())
+# What follows a ratio: 23.9 倍, 23.9× (the one place the two languages write numbers differently).
+TIMES: dict[str, str] = {"zh": " 倍", "en": "×"}
 
 
 def number(value: float, lang: str, decimals: int | None = None) -> str:
@@ -29,13 +14,11 @@ def number(value: float, lang: str, decimals: int | None = None) -> str:
     if decimals is None:
         magnitude = abs(value)
         decimals = 0 if magnitude >= 100 or float(value).is_integer() else 1 if magnitude >= 10 else 2
-    text = f"{value:,.{decimals}f}"
-    style = style_for(lang)
-    return text.replace(",", "\0").replace(".", style.decimal).replace("\0", style.thousands)
+    return f"{value:,.{decimals}f}"
 
 
 def with_unit(value: float, unit: str, lang: str, decimals: int | None = None) -> str:
-    return f"{number(value, lang, decimals)}{style_for(lang).unit_space}{unit}"
+    return f"{number(value, lang, decimals)} {unit}"
 
 
 def ms(value: float, lang: str) -> str:
@@ -55,7 +38,7 @@ def times(ratio: float, lang: str) -> str:
     """A "times" ratio: 23.9 倍 in Chinese (a measure word, spaced like a unit), 23.9× in English; a whole
     ratio without decimals (32 倍)."""
     decimals = 0 if ratio >= 100 or float(ratio).is_integer() else 1
-    return f"{number(ratio, lang, decimals)}{style_for(lang).times}"
+    return f"{number(ratio, lang, decimals)}{TIMES.get(lang, '×')}"
 
 
 def nbytes(value: float, lang: str) -> str:

@@ -11,15 +11,16 @@ so the syntax can be shown.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from markupsafe import escape
 
 from hooks.authoring import mistake
 from hooks.demos import formatting as fmt
-from hooks.demos.readouts import cache_point, projection_rows, sweep_point
+from hooks.demos.readouts import projection_rows
 from hooks.markdown_blocks import iter_fences
 
 _REF = re.compile(r"(?P<code>(?P<ticks>`+).+?(?P=ticks))|\{\{(?P<body>.*?)\}\}", re.S)
@@ -73,9 +74,7 @@ def prose_matches(pattern: re.Pattern[str], markdown: str) -> list[re.Match[str]
     """Matches of `pattern` outside fenced code, in order. `pattern` must match inline code spans itself
     (as a group the caller ignores), so that what is inside backticks is skipped too."""
     lines = markdown.split("\n")
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line) + 1)
+    offsets = [0, *accumulate(len(line) + 1 for line in lines)]  # where each line starts
     found = []
     cursor = 0
     for fence in [*iter_fences(lines), None]:
@@ -113,13 +112,9 @@ class Figure:
 def figure_sources(measurements: Any) -> Callable[[], dict[str, Any]]:
     """The global measurements a resolver reads, each computed (or read from the cache) on first use."""
     m = measurements
-
-    def sources() -> dict[str, Any]:
-        return {"sweep": m.sweep, "roofline": m.roofline, "projections": m.projections,
-                "model": m.simulator.model_summary, "machine": lambda: m.sweep()["machine"],
-                "counts": m.simulator.expected_counts, "max_context": lambda: m.simulator.max_context}
-
-    return sources
+    return lambda: {"sweep": m.sweep, "roofline": m.roofline, "projections": m.projections,
+                    "model": m.simulator.model_summary, "machine": lambda: m.sweep()["machine"],
+                    "counts": m.simulator.expected_counts, "max_context": lambda: m.simulator.max_context}
 
 
 class FigureResolver:
@@ -137,18 +132,16 @@ class FigureResolver:
 
     def figure(self, body: str) -> Figure:
         """The figure a `{{ body }}` reference names."""
-        return self.resolve(*parse_ref(body))
-
-    def resolve(self, name: str, arg: str | None) -> Figure:
-        if name in PAGE_NAMES:
-            return self._page(name, arg)
-        if name not in GLOBAL_NAMES:
+        name, arg = parse_ref(body)
+        expects = GLOBAL_NAMES.get(name, PAGE_NAMES.get(name))
+        if expects is None:
             raise LookupError(f"unknown figure name {name!r}")
-        expects = GLOBAL_NAMES[name]
         if bool(expects) != (arg is not None):
             raise LookupError(f"{name} needs @{expects}" if expects else f"{name} takes no @argument")
-        group = name.split(".", 1)[0]
-        return getattr(self, f"_{group}")(name.split(".", 1)[1], arg, self.globals())
+        if name in PAGE_NAMES:
+            return self._page(name)
+        group, key = name.split(".", 1)
+        return getattr(self, f"_{group}")(key, arg, self.globals())
 
     # -- formatting helpers: one place where a raw number becomes its text ------------------------
     def _number(self, value: float, show: Callable[[float, str], str], source: str = "measured") -> Figure:
@@ -158,25 +151,18 @@ class FigureResolver:
         return Figure(float(value), fmt.with_unit(value, unit, self.lang), source)
 
     # -- names by group -----------------------------------------------------------------------------
-    def _page(self, name: str, arg: str | None) -> Figure:
+    def _page(self, name: str) -> Figure:
         kind, key = name.split(".", 1)
-        if arg is not None:
-            raise LookupError(f"{name} takes no @argument")
         if self.page_readouts is None:
             raise LookupError(f"{name} is a figure of a page's {kind} demo: it can be used in a chapter's "
                               "prose, not in a demo block's note or a strings file")
         readouts = self.page_readouts.get(kind)
         if readouts is None:
             raise LookupError(f"{name} needs a `{kind}` demo block on this page, and there is none")
-        field, show = {
-            "prompt_tokens": ("prompt_tokens", fmt.count), "prompt_chars": ("prompt_chars", fmt.count),
-            "answer_tokens": ("answer_tokens", fmt.count), "ttft_ms": ("ttft_ms", fmt.ms), "tps": ("tps", fmt.tps),
-            "decode_ms": ("decode_ms_per_token", fmt.ms), "ms_per_token": ("decode_ms_per_token", fmt.ms),
-            "kv_bytes": ("kv_bytes", fmt.nbytes), "kv_bytes_per_token": ("kv_bytes_per_token", fmt.nbytes),
-            "cached_tokens": ("cached_tokens", fmt.count),
-            "template_tokens": ("template_tokens", fmt.count), "system_tokens": ("system_tokens", fmt.count),
-            "user_tokens": ("user_tokens", fmt.count),
-        }[key]
+        # Each name is its readout's (the two decode paces aside); counts unless shown otherwise.
+        field = {"decode_ms": "decode_ms_per_token", "ms_per_token": "decode_ms_per_token"}.get(key, key)
+        show = {"ttft_ms": fmt.ms, "decode_ms": fmt.ms, "ms_per_token": fmt.ms, "tps": fmt.tps,
+                "kv_bytes": fmt.nbytes, "kv_bytes_per_token": fmt.nbytes}.get(key, fmt.count)
         return self._number(readouts[field], show)
 
     def _machine(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
@@ -186,9 +172,10 @@ class FigureResolver:
         peaks = g["roofline"]()["machine"]
         if key in ("peak_gflops", "peak_gbps"):
             return self._unit(peaks[key], "GFLOP/s" if key == "peak_gflops" else "GB/s")
+        ridge = peaks["peak_gflops"] / peaks["peak_gbps"]  # FLOP/byte where the two ceilings meet
         if key == "ridge":
-            return self._unit(_ridge(peaks), "FLOP/byte")
-        return self._number(_prefill_crossover(g["counts"], _ridge(peaks), g["max_context"]()), fmt.count)
+            return self._unit(ridge, "FLOP/byte")
+        return self._number(_prefill_crossover(g["counts"], ridge, g["max_context"]()), fmt.count)
 
     def _model(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
         model = g["model"]()
@@ -201,23 +188,19 @@ class FigureResolver:
     def _sweep(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
         points = g["sweep"]()["prompt_lengths"]
         first, last = points[0], points[-1]
-        whole_sweep: dict[str, Callable[[], Figure]] = {
-            "ttft_growth": lambda: self._number(last["ttft_ms"] / first["ttft_ms"], fmt.times),
-            "length_growth": lambda: self._number(last["prompt_tokens"] / first["prompt_tokens"], fmt.times),
-            "decode_growth": lambda: self._number(last["decode_ms_per_token"] / first["decode_ms_per_token"],
-                                                  fmt.times),
-            "decode_bytes_growth": lambda: self._number(
-                _decode_bytes(g["counts"], last["prompt_tokens"]) / _decode_bytes(g["counts"], first["prompt_tokens"]),
-                fmt.times),
-            "prefill_work_growth": lambda: self._number(
-                _prefill_flops(g["counts"], last["prompt_tokens"]) / _prefill_flops(g["counts"], first["prompt_tokens"]),
-                fmt.times),
-            "tps_change_pct": lambda: self._number((last["tps"] - first["tps"]) / first["tps"], fmt.percent),
-            "tps_drop_pct": lambda: self._number((first["tps"] - last["tps"]) / first["tps"], fmt.percent),
+        # Growth from the sweep's shortest prompt to its longest, of what each point measured or costs.
+        growth: dict[str, Callable[[dict[str, Any]], float]] = {
+            "ttft_growth": lambda p: p["ttft_ms"], "length_growth": lambda p: p["prompt_tokens"],
+            "decode_growth": lambda p: p["decode_ms_per_token"],
+            "decode_bytes_growth": lambda p: _decode_bytes(g["counts"], p["prompt_tokens"]),
+            "prefill_work_growth": lambda p: _prefill_flops(g["counts"], p["prompt_tokens"]),
         }
-        if key in whole_sweep:
-            return whole_sweep[key]()
-        point = sweep_point(g["sweep"](), _int_arg(arg, [p["prompt_tokens"] for p in points]))
+        if key in growth:
+            return self._number(growth[key](last) / growth[key](first), fmt.times)
+        if key in ("tps_change_pct", "tps_drop_pct"):
+            change = (last["tps"] - first["tps"]) / first["tps"]
+            return self._number(change if key == "tps_change_pct" else -change, fmt.percent)
+        point = _measured_at(points, "prompt_tokens", arg)
         if key == "prefill_util":
             seconds = point["ttft_ms"] / 1000
             peak = g["roofline"]()["machine"]["peak_gflops"] * 1e9
@@ -227,12 +210,11 @@ class FigureResolver:
         return self._number(point[field], show)
 
     def _cache(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
-        sweep = g["sweep"]()
-        point = cache_point(sweep, _int_arg(arg, [p["context"] for p in sweep["cache_vs_recompute"]]))
+        point = _measured_at(g["sweep"]()["cache_vs_recompute"], "context", arg)
         cached, recompute = point["cached_ms_per_token"], point["recompute_ms_per_token"]
-        return {"cached_ms": lambda: self._number(cached, fmt.ms),
-                "recompute_ms": lambda: self._number(recompute, fmt.ms),
-                "speedup": lambda: self._number(recompute / cached, fmt.times)}[key]()
+        value, show = {"cached_ms": (cached, fmt.ms), "recompute_ms": (recompute, fmt.ms),
+                       "speedup": (recompute / cached, fmt.times)}[key]
+        return self._number(value, show)
 
     def _roofline(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
         result = g["roofline"]()
@@ -240,16 +222,15 @@ class FigureResolver:
             return self._number(result["prompt_tokens"], fmt.count)
         phase, key = key.split(".")
         values = result[phase]
-        return {"compute_util": lambda: self._number(values["compute_utilization"], fmt.percent),
-                "bandwidth_util": lambda: self._number(values["bandwidth_utilization"], fmt.percent),
-                "intensity": lambda: self._unit(values["intensity"], "FLOP/byte"),
-                "gflops": lambda: self._unit(values["gflops"], "GFLOP/s"),
-                "gbps": lambda: self._unit(values["gbps"], "GB/s")}[key]()
+        if key.endswith("_util"):  # compute_util → compute_utilization
+            return self._number(values[f"{key}ization"], fmt.percent)
+        return self._unit(values[key], {"intensity": "FLOP/byte", "gflops": "GFLOP/s", "gbps": "GB/s"}[key])
 
     def _proj(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
         projections = g["projections"]()
-        whole_projection = GLOBAL_NAMES[f"proj.{key}"] == PID
-        pid, length = (arg, None) if whole_projection else _split_length(arg)
+        pid, length = arg, None
+        if GLOBAL_NAMES[f"proj.{key}"] != PID:  # MODEL/DEVICE/DTYPE/N
+            pid, _, length = (arg or "").rpartition("/")
         ids = sorted({row["id"] for row in projections["projections"]})
         if pid not in ids:
             raise LookupError(f"unknown projection {pid!r} (known: {', '.join(ids)})")
@@ -267,36 +248,31 @@ class FigureResolver:
             raise LookupError(f"no projection of {pid} at {length!r} tokens (known: "
                               f"{', '.join(str(r['prompt_tokens']) for r in rows)})")
         kv_bytes = row["kv_bytes_per_token"] * row["prompt_tokens"]
-        memory = projections.get("devices", {}).get(row["device"], {}).get("memory_bytes")
-        if key == "kv_share" and not memory:
-            raise LookupError(f"device {row['device']} has no memory size in the projections data")
-        return {"ttft_ms": lambda: self._number(row["ttft_ms"], fmt.ms, "projected"),
-                "decode_ms": lambda: self._number(row["decode_ms_per_token"], fmt.ms, "projected"),
-                "tps": lambda: self._number(row["tps"], fmt.tps, "projected"),
-                "kv_mb": lambda: self._number(kv_bytes, fmt.megabytes, "projected"),
-                "kv_share": lambda: self._number(kv_bytes / memory, fmt.percent, "projected")}[key]()
+        if key == "kv_share":
+            memory = projections.get("devices", {}).get(row["device"], {}).get("memory_bytes")
+            if not memory:
+                raise LookupError(f"device {row['device']} has no memory size in the projections data")
+            return self._number(kv_bytes / memory, fmt.percent, "projected")
+        value, show = {"ttft_ms": (row["ttft_ms"], fmt.ms), "decode_ms": (row["decode_ms_per_token"], fmt.ms),
+                       "tps": (row["tps"], fmt.tps), "kv_mb": (kv_bytes, fmt.megabytes)}[key]
+        return self._number(value, show, "projected")
 
     def _pub(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
         rows = {row["id"]: row for row in g["projections"]().get("validation", [])}
         if arg not in rows:
             raise LookupError(f"no published measurement {arg!r} (known: {', '.join(sorted(rows)) or 'none'})")
         row = rows[arg]
-        field = "source" if key == "source" else key
-        if field not in row:
-            raise LookupError(f"the projections' validation rows have no {field!r} (simulations.projections.validate "
+        if key not in row:
+            raise LookupError(f"the projections' validation rows have no {key!r} (simulations.projections.validate "
                               "gives published_tps, bound_tps, fraction and source)")
-        source = row["source"]
-        cited = f"{source.get('title', '')} {source.get('url', '')}".strip()
         if key == "bound_tps":
             return self._number(row["bound_tps"], fmt.tps, "projected")
+        source = row["source"]
+        cited = f"{source.get('title', '')} {source.get('url', '')}".strip()
         if key == "source":
             return Figure(None, str(source.get("title", "")), "published", cited)
-        figure = self._number(row[key], fmt.tps if key == "published_tps" else fmt.percent, "published")
-        return Figure(figure.value, figure.text, "published", cited)
-
-
-def _ridge(peaks: dict[str, Any]) -> float:
-    return peaks["peak_gflops"] / peaks["peak_gbps"]
+        show = fmt.tps if key == "published_tps" else fmt.percent
+        return Figure(float(row[key]), show(row[key], self.lang), "published", cited)
 
 
 def _prefill_flops(counts: Callable[..., dict[str, int]], prompt_tokens: int) -> int:
@@ -320,22 +296,16 @@ def _prefill_crossover(counts: Callable[..., dict[str, int]], ridge: float, max_
                       f"model's context of {max_context} tokens")
 
 
-def _split_length(arg: str | None) -> tuple[str, str]:
-    pid, _, length = (arg or "").rpartition("/")
-    return pid, length
-
-
-def _int_arg(arg: str | None, allowed: list[int]) -> int:
-    if arg is None or not arg.isdigit() or int(arg) not in allowed:
-        raise LookupError(f"@{arg} is not measured (measured: {', '.join(map(str, allowed))})")
-    return int(arg)
+def _measured_at(points: list[dict[str, Any]], field: str, arg: str | None) -> dict[str, Any]:
+    """The point whose `field` is the number `arg`; any other `arg` is an error listing the measured ones."""
+    point = next((p for p in points if arg and arg.isdigit() and p[field] == int(arg)), None)
+    if point is None:
+        raise LookupError(f"@{arg} is not measured (measured: {', '.join(str(p[field]) for p in points)})")
+    return point
 
 
 def allowed_names() -> str:
-    def show(name: str, arg: str) -> str:
-        return f"{name}@{arg}" if arg else name
-
-    return ", ".join(show(n, a) for n, a in {**GLOBAL_NAMES, **PAGE_NAMES}.items())
+    return ", ".join(f"{name}@{arg}" if arg else name for name, arg in {**GLOBAL_NAMES, **PAGE_NAMES}.items())
 
 
 def figure_error(error: LookupError) -> str:
@@ -343,17 +313,13 @@ def figure_error(error: LookupError) -> str:
     return f"{error.args[0]} — allowed: {allowed_names()}"
 
 
-def source_line(markdown: str, source: str, refs: list[Ref], source_refs: list[Ref], k: int,
-                cursor: list[int]) -> int:
-    """The line in the raw file of the k-th reference of `markdown`: the next reference of the source with
+def source_lines(markdown: str, source: str, refs: list[Ref]) -> Iterator[int]:
+    """The line in the raw file of each reference of `markdown`: that of the source's next reference with
     the same text (claims may have dropped references of phrasings that were not printed)."""
-    while cursor[0] < len(source_refs) and source_refs[cursor[0]].body != refs[k].body:
-        cursor[0] += 1
-    if cursor[0] < len(source_refs):
-        line = line_of(source, source_refs[cursor[0]].start)
-        cursor[0] += 1
-        return line
-    return line_of(markdown, refs[k].start)
+    source_refs = iter(find_refs(source))
+    for ref in refs:
+        same = next((found for found in source_refs if found.body == ref.body), None)
+        yield line_of(source, same.start) if same else line_of(markdown, ref.start)
 
 
 def replace_figures(markdown: str, source: str, src_path: str, resolver: FigureResolver,
@@ -363,10 +329,8 @@ def replace_figures(markdown: str, source: str, src_path: str, resolver: FigureR
     refs = find_refs(markdown)
     if not refs:
         return markdown
-    source_refs, cursor = find_refs(source), [0]
     pieces, position = [], 0
-    for k, ref in enumerate(refs):
-        line = source_line(markdown, source, refs, source_refs, k, cursor)
+    for ref, line in zip(refs, source_lines(markdown, source, refs), strict=True):
         pieces.append(markdown[position:ref.start])
         try:
             figure = resolver.figure(ref.body)

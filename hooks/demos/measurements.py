@@ -17,7 +17,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import get_plugin_logger
 
 from hooks.demos.cache import ResultCache
-from hooks.demos.simulator import Progress, Simulator
+from hooks.demos.simulator import NumpySimulator, Progress
 
 log = get_plugin_logger(__name__)
 
@@ -67,21 +67,20 @@ def progress_logger(label: str, every_s: float = 2.0) -> Progress:
 class Measurements:
     """Cached access to every simulation result, keyed by inputs, simulation code and model."""
 
-    def __init__(self, simulator: Simulator, cache: ResultCache, code_hash: str,
+    def __init__(self, simulator: NumpySimulator, cache: ResultCache, code_hash: str,
                  settings: SweepSettings | None = None) -> None:
         self.simulator = simulator
         self.cache = cache
         self.code_hash = code_hash
         self.settings = settings or sweep_settings()
 
-    def _parts(self, what: str, *, model: bool = True, **inputs: Any) -> dict[str, Any]:
+    def _cached(self, what: str, label: str, compute: Any, *, model: bool = True, **inputs: Any) -> Any:
+        """The result of `compute`, keyed by what it is, its inputs, the simulation code and (unless it does
+        not depend on it) the model."""
         parts = {"what": what, "inputs": inputs, "simulation_code": self.code_hash}
         if model:
             parts["model"] = self.simulator.fingerprint
-        return parts
-
-    def _cached(self, what: str, label: str, compute: Any, *, model: bool = True, **inputs: Any) -> Any:
-        return self.cache.get_or_compute(self._parts(what, model=model, **inputs), compute, label=label)
+        return self.cache.get_or_compute(parts, compute, label=label)
 
     def trace(self, prompt: str, max_new_tokens: int, chat: bool = True) -> dict[str, Any]:
         label = f"recording {prompt[:40]!r} ({max_new_tokens} new tokens max) on {self.simulator.model_name}"
@@ -120,5 +119,4 @@ class Measurements:
                             model=False, prompt_lengths=lengths)
 
     def projection_ids(self) -> frozenset[str]:
-        rows = self.projections()["projections"]
-        return frozenset(row["id"] for row in rows)
+        return frozenset(row["id"] for row in self.projections()["projections"])

@@ -54,10 +54,3 @@ def projection_rows(projections: dict[str, Any], wanted: str) -> list[dict[str, 
 def projection_at(projections: dict[str, Any], wanted: str, prompt_tokens: int) -> dict[str, Any] | None:
     return next((r for r in projection_rows(projections, wanted) if r["prompt_tokens"] == prompt_tokens), None)
 
-
-def sweep_point(sweep: dict[str, Any], prompt_tokens: int) -> dict[str, Any] | None:
-    return next((p for p in sweep["prompt_lengths"] if p["prompt_tokens"] == prompt_tokens), None)
-
-
-def cache_point(sweep: dict[str, Any], context: int) -> dict[str, Any] | None:
-    return next((p for p in sweep["cache_vs_recompute"] if p["context"] == context), None)

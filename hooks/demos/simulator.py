@@ -1,6 +1,7 @@
 """The one place the build talks to `simulations/`: load the model, record, sweep, measure, project.
 
-Everything else in hooks/demos/ depends on the `Simulator` protocol, so tests can pass a fake.
+Everything else in hooks/demos/ reaches the engine through a `NumpySimulator`; tests pass a subclass that
+counts or replaces its calls.
 """
 
 from __future__ import annotations
@@ -9,29 +10,9 @@ import os
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 Progress = Callable[[str, "float | None"], None]
-
-
-class Simulator(Protocol):
-    """What the demos need from the simulation engine."""
-
-    @property
-    def model_name(self) -> str: ...
-    @property
-    def fingerprint(self) -> str: ...
-    @property
-    def max_context(self) -> int: ...
-    def count_prompt_tokens(self, prompt: str) -> int: ...
-    def model_summary(self) -> dict[str, Any]: ...
-    def expected_counts(self, *, new_tokens: int, past_tokens: int) -> dict[str, int]: ...
-    def record(self, prompt: str, *, max_new_tokens: int, chat: bool, progress: Progress | None) -> dict[str, Any]: ...
-    def sweep(self, *, prompt_lengths: list[int], contexts: list[int], decode_steps: int, repeats: int,
-              progress: Progress | None) -> dict[str, Any]: ...
-    def roofline(self, *, prompt_tokens: int, repeats: int, peak_repeats: int, decode_steps: int,
-                 progress: Progress | None) -> dict[str, Any]: ...
-    def projections(self, *, prompt_lengths: list[int]) -> dict[str, Any]: ...
 
 
 def simulations_dir() -> Path:
@@ -46,7 +27,7 @@ def model_spec() -> str | None:
 
 
 class NumpySimulator:
-    """`Simulator` backed by the numpy engine in simulations/; the model loads on first use."""
+    """What the demos need from the numpy engine in simulations/; the model loads on first use."""
 
     def __init__(self, spec: str | None) -> None:
         self.spec = spec

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,8 @@ from hooks.demos.builders import BUILDERS
 from hooks.demos.builders.common import measured_source
 from hooks.demos.cache import ResultCache, source_hash
 from hooks.demos.measurements import Measurements, sweep_settings
-from hooks.demos.simulator import NumpySimulator, Simulator, model_spec, simulations_dir
-from hooks.demos.strings import Strings, load_strings, readable_strings
+from hooks.demos.simulator import NumpySimulator, model_spec, simulations_dir
+from hooks.demos.strings import Strings, load_strings, readable_strings, shown_path
 from hooks.markdown_blocks import demo_fences
 
 log = get_plugin_logger(__name__)
@@ -39,7 +39,7 @@ CACHE_DIR = Path(".cache") / "traces"
 
 
 @cache
-def _simulator(spec: str | None) -> Simulator:
+def _simulator(spec: str | None) -> NumpySimulator:
     return NumpySimulator(spec)
 
 
@@ -92,14 +92,9 @@ class DemoSite:
         self.strings: Strings | None = None
         self.strings_mistake: str | None = None  # the error box shown with every demo (mkdocs serve)
         self.lang = ""
-        self._limits: Limits | None = None
 
     def shown_path(self, file: File) -> str:
-        path = Path(file.abs_src_path)
-        try:
-            return path.relative_to(self.project_dir).as_posix()
-        except ValueError:
-            return path.as_posix()
+        return shown_path(Path(file.abs_src_path), self.project_dir)
 
     # -- on_files ---------------------------------------------------------------------------------
     def prepare(self, files: Files, config: MkDocsConfig) -> list[File]:
@@ -128,18 +123,18 @@ class DemoSite:
             readable = readable_strings(docs_dir, self.lang, default_lang, self.project_dir)
             return readable or Strings(self.lang, error.path, {}), box
 
+    @cached_property
     def limits(self) -> Limits:
-        if self._limits is None:  # loads the model: only when a page has a demo block
-            simulator = self.measurements.simulator
-            self._limits = Limits(model_name=simulator.model_name, max_context=simulator.max_context,
-                                  count_prompt_tokens=simulator.count_prompt_tokens,
-                                  projection_ids=self.measurements.projection_ids())
-        return self._limits
+        """What a demo block may ask for (loads the model: only asked when a page has a demo block)."""
+        simulator = self.measurements.simulator
+        return Limits(model_name=simulator.model_name, max_context=simulator.max_context,
+                      count_prompt_tokens=simulator.count_prompt_tokens,
+                      projection_ids=self.measurements.projection_ids())
 
     def _check(self, page: PageDemos, index: int, source: BlockSource) -> DemoBlock | str:
         """The parsed, validated block, or the error box of its mistake (mkdocs serve; a build stops)."""
         try:
-            block = blocks.validate(blocks.parse_block(source, page.src_path, index), self.limits())
+            block = blocks.validate(blocks.parse_block(source, page.src_path, index), self.limits)
             claims.resolve_note(block, self.figures())
             return block
         except AuthoringMistake as error:
@@ -191,7 +186,12 @@ class DemoSite:
             return markdown
         markdown = claims.resolve_page(markdown, demos.source, demos.src_path, self.figures(demos.readouts))
         markdown = self._replace_blocks(markdown, demos, page)
-        return self._replace_figures(markdown, demos)
+        m, strings = self.measurements, self.strings
+        # Titles are built on first use: a page without figure references never triggers the sweep.
+        titles = {"measured": lambda: measured_source(m.sweep()["machine"], m.simulator.model_name, strings),
+                  "projected": lambda: strings["common.projected_note"]}
+        return inline_figures.replace_figures(markdown, demos.source, demos.src_path, self.figures(demos.readouts),
+                                              titles)
 
     def _replace_blocks(self, markdown: str, demos: PageDemos, page: Page) -> str:
         if not demos.places:
@@ -216,14 +216,6 @@ class DemoSite:
     def page_content(self, html: str, page: Page) -> str:
         demos = self.pages.get(self.shown_path(page.file))
         return render.fill_slots(html, demos.placed, demos.src_path) if demos and demos.placed else html
-
-    def _replace_figures(self, markdown: str, demos: PageDemos) -> str:
-        m, strings = self.measurements, self.strings
-        resolver = self.figures(demos.readouts)
-        # Titles are built on first use: a page without figure references never triggers the sweep.
-        titles = {"measured": lambda: measured_source(m.sweep()["machine"], m.simulator.model_name, strings),
-                  "projected": lambda: strings["common.projected_note"]}
-        return inline_figures.replace_figures(markdown, demos.source, demos.src_path, resolver, titles)
 
     def figures(self, page_readouts: dict[str, dict[str, Any]] | None = None) -> inline_figures.FigureResolver:
         """Figures for this language: the global measurements, and the page's demos' readouts if on a page."""

@@ -99,20 +99,21 @@ def read_strings(path: Path, lang: str, shown_path: str) -> Strings:
     return Strings(lang, shown_path, flatten(data), key_lines(text))
 
 
-def _shown(docs_dir: Path, language: str, project_dir: Path) -> str:
+def shown_path(path: Path, project_dir: Path) -> str:
+    """A path as error messages show it: relative to the project when inside it."""
+    return path.relative_to(project_dir).as_posix() if path.is_relative_to(project_dir) else path.as_posix()
+
+
+def language_strings(docs_dir: Path, language: str, project_dir: Path) -> Strings:
     path = docs_dir / language / STRINGS_FILE
-    try:
-        return path.relative_to(project_dir).as_posix()
-    except ValueError:
-        return path.as_posix()
+    return read_strings(path, language, shown_path(path, project_dir))
 
 
 def load_strings(docs_dir: Path, lang: str, reference_lang: str, project_dir: Path) -> Strings:
     """One language's strings, checked to have every key of the reference (default) language."""
-    strings = read_strings(docs_dir / lang / STRINGS_FILE, lang, _shown(docs_dir, lang, project_dir))
+    strings = language_strings(docs_dir, lang, project_dir)
     if reference_lang != lang:
-        reference = read_strings(docs_dir / reference_lang / STRINGS_FILE, reference_lang,
-                                 _shown(docs_dir, reference_lang, project_dir))
+        reference = language_strings(docs_dir, reference_lang, project_dir)
         missing = [key for key in reference.values if key not in strings.values]
         if missing:
             section = strings.lines.get(missing[0].split(".", 1)[0])
@@ -127,12 +128,13 @@ def readable_strings(docs_dir: Path, lang: str, reference_lang: str, project_dir
 
     def readable(language: str) -> Strings | None:
         try:
-            return read_strings(docs_dir / language / STRINGS_FILE, language, _shown(docs_dir, language, project_dir))
+            return language_strings(docs_dir, language, project_dir)
         except AuthoringMistake:
             return None
 
     own, reference = readable(lang), readable(reference_lang)
-    if own is None or reference is None:
-        fallback = own or reference
-        return None if fallback is None else Strings(lang, fallback.path, fallback.values, fallback.lines)
-    return Strings(lang, own.path, {**reference.values, **own.values}, own.lines)
+    shown = own or reference
+    if shown is None:
+        return None
+    values = {**(reference.values if reference else {}), **(own.values if own else {})}
+    return Strings(lang, shown.path, values, shown.lines)

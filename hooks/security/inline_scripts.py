@@ -23,11 +23,6 @@ def csp_hash(source: str) -> str:
     return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
 
 
-def _normalise_newlines(text: str) -> str:
-    # The HTML tokenizer turns CRLF and lone CR into LF before the browser hashes a script.
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 @dataclass
 class InlineCode:
     """What a page runs inline: script bodies (hashable) and handlers/URLs a hash cannot allow."""
@@ -64,7 +59,8 @@ class _InlineCodeParser(HTMLParser):
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "script" and self._script_parts is not None:
-            self.found.scripts.append(_normalise_newlines("".join(self._script_parts)))
+            # The HTML tokenizer turns CRLF and lone CR into LF before the browser hashes a script.
+            self.found.scripts.append("".join(self._script_parts).replace("\r\n", "\n").replace("\r", "\n"))
             self._script_parts = None
 
 

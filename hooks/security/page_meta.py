@@ -20,13 +20,6 @@ _PLACED = re.compile(r'\n?[ \t]*<meta http-equiv="Content-Security-Policy" conte
                      r'\n?[ \t]*<meta name="referrer" content="[^"]*">')
 
 
-def policy_elements(script_hashes: Sequence[str]) -> str:
-    """The meta elements that carry a page's policy (its CSP with these hashes, and its referrer policy)."""
-    policy = html.escape(content_security_policy(script_hashes, in_meta=True), quote=False).replace('"', "&quot;")
-    return (f'<meta http-equiv="Content-Security-Policy" content="{policy}">\n'
-            f'      <meta name="referrer" content="{REFERRER_POLICY}">')
-
-
 def with_policy(page: str, script_hashes: Sequence[str]) -> str | None:
     """The page with its policy right after `<meta charset>` (or the `<head>` tag), replacing what an
     earlier pass placed; None when the page has neither, so nothing can come before its scripts."""
@@ -34,4 +27,7 @@ def with_policy(page: str, script_hashes: Sequence[str]) -> str | None:
     anchor = _CHARSET.search(page) or _HEAD.search(page)
     if anchor is None:
         return None
-    return f"{page[: anchor.end()]}\n      {policy_elements(script_hashes)}{page[anchor.end():]}"
+    policy = html.escape(content_security_policy(script_hashes, in_meta=True), quote=False).replace('"', "&quot;")
+    elements = (f'<meta http-equiv="Content-Security-Policy" content="{policy}">\n'
+                f'      <meta name="referrer" content="{REFERRER_POLICY}">')
+    return f"{page[: anchor.end()]}\n      {elements}{page[anchor.end():]}"

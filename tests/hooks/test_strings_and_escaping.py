@@ -178,7 +178,7 @@ def built_page(tmp_path: Path, strings, *, prompt: str = "Hello", note: str = "A
     site = DemoSite(REPO, measurements, TEMPLATES)
     site.strings, site.lang = strings, strings.lang
     demos = PageDemos(f"docs/{strings.lang}/literal-test.md", source, block_sources(source))
-    demos.places = [site._place(demos, validate(parse_block(found, "literal-test.md", index), site.limits()), config)
+    demos.places = [site._place(demos, validate(parse_block(found, "literal-test.md", index), site.limits), config)
                     for index, found in enumerate(demos.blocks)]
     site.pages = {demos.src_path: demos}
     page = SimpleNamespace(file=SimpleNamespace(url="literal-test/", abs_src_path=str(page_path)))

@@ -54,15 +54,9 @@ export function makeStrings(strings, root) {
 /** Number formatting for the page's language; both languages use the same digits. */
 export function makeFormat(lang) {
   const locale = lang === "zh" ? "zh-CN" : "en";
-  const cache = new Map();
-  const formatter = (digits) => {
-    if (!cache.has(digits)) {
-      cache.set(digits, new Intl.NumberFormat(locale, {
-        minimumFractionDigits: digits, maximumFractionDigits: digits,
-      }));
-    }
-    return cache.get(digits);
-  };
+  const formatters = new Map();  // by number of decimals: making an Intl.NumberFormat is slow
+  const formatter = (digits) => formatters.get(digits) || formatters.set(digits,
+    new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits })).get(digits);
   return {
     /** A number with a sensible number of decimals for its size. */
     number(value, digits) {
@@ -73,10 +67,8 @@ export function makeFormat(lang) {
     ms(value) { return `${this.number(value)} ms`; },
     bytes(value) {
       if (!Number.isFinite(value)) return "–";
-      if (value >= 1e9) return `${this.number(value / 1e9)} GB`;
-      if (value >= 1e6) return `${this.number(value / 1e6)} MB`;
-      if (value >= 1e3) return `${this.number(value / 1e3)} KB`;
-      return `${this.number(value, 0)} B`;
+      const [unit, scale] = [["GB", 1e9], ["MB", 1e6], ["KB", 1e3]].find(([, s]) => value >= s) || ["B", 1];
+      return `${this.number(value / scale, scale === 1 ? 0 : undefined)} ${unit}`;
     },
     percent(fraction) { return `${this.number(fraction * 100, fraction * 100 >= 10 ? 0 : 1)}%`; },
   };
@@ -133,14 +125,12 @@ const ICON_PATHS = {
 /** A small inline SVG icon (decorative: the button carries the accessible name). */
 export function icon(name) {
   const ns = "http://www.w3.org/2000/svg";
-  const svg = document.createElementNS(ns, "svg");
-  svg.setAttribute("viewBox", "0 0 16 16");
-  svg.setAttribute("aria-hidden", "true");
-  svg.setAttribute("focusable", "false");
-  svg.setAttribute("class", "pd-icon");
-  const path = document.createElementNS(ns, "path");
-  path.setAttribute("d", ICON_PATHS[name]);
-  path.setAttribute("fill", "currentColor");
-  svg.append(path);
+  const element = (tag, attrs) => {
+    const node = document.createElementNS(ns, tag);
+    for (const [attr, value] of Object.entries(attrs)) node.setAttribute(attr, value);
+    return node;
+  };
+  const svg = element("svg", { viewBox: "0 0 16 16", "aria-hidden": "true", focusable: "false", class: "pd-icon" });
+  svg.append(element("path", { d: ICON_PATHS[name], fill: "currentColor" }));
   return svg;
 }

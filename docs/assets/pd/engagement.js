@@ -5,24 +5,15 @@
 const GESTURES = ["scroll", "wheel", "pointerdown", "pointermove", "keydown", "touchstart", "click", "focusin"];
 const OPTIONS = { capture: true, passive: true };
 
-let engaged = false;
-let resolveEngaged;
-const whenEngagedPromise = new Promise((resolve) => { resolveEngaged = resolve; });
-
-function onGesture() {
-  if (engaged) return;
-  engaged = true;
-  for (const type of GESTURES) window.removeEventListener(type, onGesture, OPTIONS);
-  resolveEngaged();
-}
-for (const type of GESTURES) window.addEventListener(type, onGesture, OPTIONS);
-
-/** True once the reader has scrolled, pointed, pressed a key or touched the page. */
-export function isEngaged() {
-  return engaged;
-}
+const engaged = new Promise((resolve) => {
+  function onGesture() {
+    for (const type of GESTURES) window.removeEventListener(type, onGesture, OPTIONS);
+    resolve();
+  }
+  for (const type of GESTURES) window.addEventListener(type, onGesture, OPTIONS);
+});
 
 /** Resolves at the reader's first gesture (at once if it already happened). */
 export function whenEngaged() {
-  return whenEngagedPromise;
+  return engaged;
 }

@@ -5,14 +5,6 @@
 const palette = window.__pdPalette;
 let current = palette ? palette.index : 0;
 
-// Material's rule `[data-md-color-switching] * {transition-duration: 0s}`: colours change at once,
-// not in a quarter-second fade of every element.
-function withoutTransitions(change) {
-  document.body.setAttribute("data-md-color-switching", "");
-  change();
-  requestAnimationFrame(() => requestAnimationFrame(() => document.body.removeAttribute("data-md-color-switching")));
-}
-
 // The browser's toolbar takes the header's colour (read once the new colours are in effect).
 function updateThemeColor() {
   const header = document.querySelector(".md-header");
@@ -28,11 +20,12 @@ function updateThemeColor() {
 
 function choose(index) {
   current = index;
-  withoutTransitions(() => {
-    const color = palette.apply(index);
-    // Same key and shape as Material's own palette component: {index, color}.
-    __md_set("__palette", { index, color });
-  });
+  // Material's rule `[data-md-color-switching] * {transition-duration: 0s}`: colours change at once,
+  // not in a quarter-second fade of every element.
+  document.body.setAttribute("data-md-color-switching", "");
+  // Same key and shape as Material's own palette component: {index, color}.
+  __md_set("__palette", { index, color: palette.apply(index) });
+  requestAnimationFrame(() => requestAnimationFrame(() => document.body.removeAttribute("data-md-color-switching")));
   requestAnimationFrame(updateThemeColor);
 }
 

@@ -3,6 +3,13 @@ import { h, setClass, setText, tokenChip } from "./dom.js";
 
 const ROLES = ["template", "system", "user"];
 
+/** A chip screen readers skip (the text it shows is given to them once, elsewhere). */
+function hiddenChip(token) {
+  const chip = tokenChip(token);
+  chip.setAttribute("aria-hidden", "true");
+  return chip;
+}
+
 /**
  * The prompt's tokenizer pieces as chips; `set(phase)` lights them ("reading" during prefill, "cached"
  * after). Screen readers (and copy/find) get the prompt as one text, not piece by piece — unless
@@ -11,11 +18,7 @@ const ROLES = ["template", "system", "user"];
  */
 export function promptView(tokens, { text = null, inspect = null } = {}) {
   if (inspect) return inspectableView(tokens, inspect);
-  const chips = tokens.map((token) => {
-    const chip = tokenChip(token);
-    chip.setAttribute("aria-hidden", "true");
-    return chip;
-  });
+  const chips = tokens.map(hiddenChip);
   const whole = text ?? tokens.map((token) => token.text ?? "").join("");
   const node = h("p", { class: "pd-prompt" }, h("span", { class: "pd-visually-hidden", text: whole }), ...chips);
   return { node, set: phaseSetter(node) };
@@ -63,8 +66,7 @@ export function rolesLegend({ tokens, summary, system_is_default: systemDefault 
   if (!present.some((role) => role !== "user")) return null;
   const name = (role) => text(role === "system" && systemDefault ? "common.role_system_default" : `common.role_${role}`);
   const entries = present.map((role) => {
-    const sample = tokenChip({ ...tokens.find((token) => token.role === role), partial: false });
-    sample.setAttribute("aria-hidden", "true");
+    const sample = hiddenChip({ ...tokens.find((token) => token.role === role), partial: false });
     return h("li", { "data-pd-role": role }, sample, h("span", { text: name(role) }));
   });
   return h("div", { class: "pd-roles" },
@@ -77,11 +79,7 @@ export function partialLegend(tokens, text) {
   const partial = tokens.find((token) => token.partial);
   if (!partial) return null;
   const whole = tokens.find((token) => !token.partial && token.text);
-  const sample = (token) => {
-    const chip = tokenChip({ text: token.text, partial: token.partial });
-    chip.setAttribute("aria-hidden", "true");
-    return chip;
-  };
+  const sample = (token) => hiddenChip({ text: token.text, partial: token.partial });
   return h("div", { class: "pd-roles" },
     h("ul", { class: "pd-legend", "aria-hidden": "true" },
       h("li", {}, sample(partial), h("span", { text: text("prefill.partial_legend_short") })),
@@ -100,8 +98,7 @@ export function answerView(steps, answer, { waiting, incomplete }) {
   const spans = steps.map(({ piece }) => ("bytes" in piece
     ? h("span", { class: "pd-answer__token pd-token pd-token--partial pd-answer__bytes", text: piece.bytes })
     : h("span", { class: "pd-answer__token", text: piece.text })));
-  const exact = answer.exact;
-  const notes = answer.notes;
+  const { exact, notes } = answer;
   const text = h("span", { class: "pd-answer__text", "data-pd-answer": "" });
   const placeholder = h("span", { class: "pd-answer__waiting", text: waiting });
   const why = h("p", { class: "pd-answer__note", hidden: true, text: incomplete });

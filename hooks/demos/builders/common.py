@@ -83,11 +83,6 @@ def answer_notes(trace: dict[str, Any], strings: Strings, *, caveat: bool = True
             "caveat": strings.format("common.small_model", model=trace["model"]["name"]) if caveat else None}
 
 
-def is_incomplete(token: dict[str, Any]) -> bool:
-    """A token whose bytes never make a whole character (decoded alone it is U+FFFD): shown as its bytes."""
-    return bool(token.get("bytes")) and "\ufffd" in token.get("text", "")
-
-
 def shown_steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
     """The steps that show a token: every one that produced a token, but the end-of-turn token."""
     steps = [step for step in trace["steps"] if step.get("token")]
@@ -103,7 +98,7 @@ def answer_pieces(steps: list[dict[str, Any]], answer: str) -> tuple[list[dict[s
     previous: dict[str, Any] | None = None
     for step in steps:
         token = step["token"]
-        if is_incomplete(token):
+        if token.get("bytes") and "\ufffd" in token.get("text", ""):  # bytes that never make a whole character
             pieces.append({"bytes": token["bytes"]})
             previous = None
             continue

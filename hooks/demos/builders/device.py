@@ -19,6 +19,9 @@ from hooks.demos.builders.common import Demo, base, fallback, measured_source
 from hooks.demos.figures.common import round_floats
 from hooks.demos.measurements import REFERENCE_PROMPT_TOKENS, Measurements
 from hooks.demos.strings import Strings
+from simulations.config import ModelConfig
+from simulations.cost import pass_cost
+from simulations.projection_data import load_data
 
 SHAPES_MODEL = "smollm2-135m"  # simulations/data/models.json: the article's model, shapes cited there
 PROMPT_TOKENS = REFERENCE_PROMPT_TOKENS  # TTFT of a 512-token prompt, decode at that context (as the build's roofline)
@@ -62,11 +65,8 @@ CLAIMS: list[dict[str, Any]] = [
 ]
 
 
-def smollm2_config() -> Any:
+def smollm2_config() -> ModelConfig:
     """SmolLM2-135M's shapes as a ModelConfig, from the cited models data (whatever model the build loads)."""
-    from simulations.config import ModelConfig
-    from simulations.projection_data import load_data
-
     m = load_data("models")["models"][SHAPES_MODEL]
     return ModelConfig(name=m["name"], arch="llama", n_layers=m["layers"], d_model=m["d_model"], n_heads=m["heads"],
                        n_kv_heads=m["kv_heads"], head_dim=m["head_dim"], d_ff=m["d_ff"], vocab_size=m["vocab"],
@@ -74,18 +74,14 @@ def smollm2_config() -> Any:
                        tied_embeddings=m["tied_embeddings"])
 
 
-def phase_counts(config: Any, new_tokens: int, past_tokens: int) -> dict[str, float]:
-    """FLOPs and bytes of one pass from the build's closed-form cost model (its one call site here)."""
-    from simulations.cost import pass_cost
+def split_costs(config: ModelConfig, new_tokens: int, past_tokens: int) -> dict[str, dict[str, float]]:
+    """A phase's cost as `outside_layers + layers × per_layer` (embedding, final norm and LM head outside),
+    each the FLOPs and bytes of the build's closed-form cost model."""
+    def counts(of: ModelConfig) -> dict[str, float]:
+        cost = pass_cost(of.shape, new_tokens, past_tokens)
+        return {"flops": cost.flops, "bytes": cost.bytes}
 
-    cost = pass_cost(config.shape, new_tokens, past_tokens)
-    return {"flops": cost.flops, "bytes": cost.bytes}
-
-
-def split_costs(config: Any, new_tokens: int, past_tokens: int) -> dict[str, dict[str, float]]:
-    """A phase's cost as `outside_layers + layers × per_layer` (embedding, final norm and LM head outside)."""
-    total = phase_counts(config, new_tokens, past_tokens)
-    outside = phase_counts(dataclasses.replace(config, n_layers=0), new_tokens, past_tokens)
+    total, outside = counts(config), counts(dataclasses.replace(config, n_layers=0))
     per_layer = {key: (total[key] - outside[key]) / config.n_layers for key in total}
     return {"total": total, "outside_layers": outside, "per_layer": per_layer}
 

@@ -28,13 +28,6 @@ def projected_phases(row: dict[str, Any], device: dict[str, Any]) -> dict[str, d
                                row[f"{phase}_flops"], row[f"{phase}_bytes"], peaks) for phase in PHASES}
 
 
-def choice(source_id: str, label: str, phases: dict[str, dict[str, Any]], frame: int) -> dict[str, Any]:
-    """One choice of the hardware picker: its name, the utilisation of each phase, and the index of the
-    utilisation chart's frame that draws it."""
-    return {"id": source_id, "label": label, "frame": frame,
-            **{phase: {key: phases[phase][key] for key in SHOWN} for phase in PHASES}}
-
-
 def build(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     lang = strings.lang
     result = m.roofline()
@@ -51,7 +44,9 @@ def build(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     # The picker marks a projection as one; the chart's legend and the table name it plainly.
     picked = {source_id: f"{label} ({strings['common.projected_label']})" if source_id != "measured" else label
               for source_id, label in labels.items()}
-    sources = [choice(source_id, picked[source_id], by_phase, frame)
+    # The hardware picker's choices: name, each phase's utilisation, and the utilisation chart's frame that draws it.
+    sources = [{"id": source_id, "label": picked[source_id], "frame": frame,
+                **{phase: {key: by_phase[phase][key] for key in SHOWN} for phase in PHASES}}
                for frame, (source_id, by_phase) in enumerate(phases.items())]
     both = " · ".join(filter(None, [measured, projected]))
     bars = [{**source, "label": labels[source["id"]]} for source in sources]
