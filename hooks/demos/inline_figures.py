@@ -42,6 +42,15 @@ GLOBAL_NAMES: dict[str, str] = {
     "roofline.prefill.gflops": "", "roofline.decode.gbps": "",
     "proj.ttft_ms": f"{PID}/N", "proj.decode_ms": f"{PID}/N", "proj.tps": f"{PID}/N", "proj.kv_mb": f"{PID}/N",
     "proj.kv_share": f"{PID}/N", "proj.tps_drop_pct": PID, "proj.prefill_crossover_tokens": PID,
+    "proj.knee": PID, "proj.kv_users": f"{PID}/N",
+    "batch.context_tokens": "", "batch.max_batch": "", "batch.bytes_per_weight": "", "batch.ridge": "",
+    "batch.step_ms": "B", "batch.tps": "B", "batch.ms_per_token": "B", "batch.speedup": "B",
+    "batch.step_growth": "B", "batch.intensity": "B", "batch.compute_util": "B", "batch.bandwidth_util": "B",
+    "batch.knee_measured": "", "batch.knee_found": "", "batch.knee_predicted": "",
+    "batch.kv_mb_per_user": "", "batch.weight_mb": "", "batch.kv_users_to_match_weights": "",
+    "batch.prompt_tokens": "", "batch.chunk_tokens": "", "batch.stall_ms": "unchunked|chunked",
+    "batch.ttft_ms": "unchunked|chunked", "batch.stall_reduction": "", "batch.mixed_ms": "C",
+    "batch.separate_ms": "C",
     "pub.published_tps": "ID", "pub.bound_tps": "ID", "pub.fraction": "ID", "pub.source": "ID",
 }
 PAGE_NAMES: dict[str, str] = {
@@ -117,7 +126,8 @@ def figure_sources(measurements: Any) -> Callable[[], dict[str, Any]]:
     def sources() -> dict[str, Any]:
         return {"sweep": m.sweep, "roofline": m.roofline, "projections": m.projections,
                 "model": m.simulator.model_summary, "machine": lambda: m.sweep()["machine_info"],
-                "counts": m.simulator.expected_counts, "max_context": lambda: m.simulator.max_context}
+                "counts": m.simulator.expected_counts, "max_context": lambda: m.simulator.max_context,
+                "batch": m.batch}
 
     return sources
 
@@ -246,7 +256,16 @@ class FigureResolver:
                 "gflops": lambda: self._unit(values["gflops"], "GFLOP/s"),
                 "gbps": lambda: self._unit(values["gbps"], "GB/s")}[key]()
 
+    def _batch(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
+        from hooks.demos import batch_figures
+
+        return batch_figures.figure(key, arg, g["batch"](), self.lang)
+
     def _proj(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
+        if key == "knee":
+            from hooks.demos import batch_figures
+
+            return batch_figures.projected_knee(arg, g["batch"](), self.lang)
         projections = g["projections"]()
         whole_projection = GLOBAL_NAMES[f"proj.{key}"] == PID
         pid, length = (arg, None) if whole_projection else _split_length(arg)
@@ -268,6 +287,8 @@ class FigureResolver:
                               f"{', '.join(str(r['prompt_tokens']) for r in rows)})")
         kv_bytes = row["kv_bytes_per_token"] * row["prompt_tokens"]
         memory = projections.get("devices", {}).get(row["device"], {}).get("memory_bytes")
+        if key == "kv_users":
+            return self._number(_users_that_fit(row, memory), fmt.count, "projected")
         if key == "kv_share" and not memory:
             raise LookupError(f"device {row['device']} has no memory size in the projections data")
         return {"ttft_ms": lambda: self._number(row["ttft_ms"], fmt.ms, "projected"),
@@ -293,6 +314,14 @@ class FigureResolver:
             return Figure(None, str(source.get("title", "")), "published", cited)
         figure = self._number(row[key], fmt.tps if key == "published_tps" else fmt.percent, "published")
         return Figure(figure.value, figure.text, "published", cited)
+
+
+def _users_that_fit(row: dict[str, Any], memory: float | None) -> int:
+    """How many users' KV caches of the row's prompt length fit in the device memory the weights leave."""
+    if not memory:
+        raise LookupError(f"device {row['device']} has no memory size in the projections data")
+    per_user = row["kv_bytes_per_token"] * row["prompt_tokens"]
+    return max(0, int((memory - row["weight_bytes"]) // per_user))
 
 
 def _ridge(peaks: dict[str, Any]) -> float:

@@ -344,3 +344,12 @@ BUILDERS: dict[str, Callable[[DemoBlock, Measurements, Strings], Demo]] = {
     "conversation": conversation, "prefill": prefill, "decode": decode,
     "timeline": timeline, "roofline": roofline, "recap": recap, "device": device_demo.device,
 }
+
+
+def _batching(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
+    from hooks.demos.builders import batching  # it imports this module's helpers
+
+    return batching.build(block, m, strings)
+
+
+BUILDERS["batching"] = _batching
