@@ -30,6 +30,16 @@ def _int_arg(arg: str | None, allowed: list[int], what: str) -> int:
     return int(arg)
 
 
+def mixed_step(result: dict[str, Any]) -> dict[str, Any]:
+    """The measured mixed step (decode rows plus one prompt chunk) at the chunk size the two users ran with."""
+    size = result["two_users"]["chunk_tokens"]
+    for step in result["chunked"]:
+        if step["chunk_tokens"] == size:
+            return step
+    raise LookupError(f"the batch measurement has no mixed step at the two users' chunk size ({size} tokens; "
+                      f"measured: {', '.join(str(c['chunk_tokens']) for c in result['chunked'])})")
+
+
 def kv_users_to_match_weights(result: dict[str, Any]) -> float:
     """How many users' KV caches (at the measured context) weigh as much as the model's weights."""
     return result["batch_sizes"][0]["weight_bytes"] / result["kv_bytes_per_user"]
@@ -69,6 +79,9 @@ def figure(key: str, arg: str | None, result: dict[str, Any], lang: str) -> Figu
         "kv_users_to_match_weights": lambda: number(kv_users_to_match_weights(result), fmt.count),
         "prompt_tokens": lambda: number(two["prompt_tokens"], fmt.count),
         "chunk_tokens": lambda: number(two["chunk_tokens"], fmt.count),
+        "decode_rows": lambda: number(mixed_step(result)["decode_rows"], fmt.count),
+        "mixed_ms": lambda: number(mixed_step(result)["step_ms"], fmt.ms),
+        "separate_ms": lambda: number(mixed_step(result)["separate_ms"], fmt.ms),
         "stall_reduction": lambda: number(two["unchunked"]["stall_ms"] / two["chunked"]["stall_ms"], fmt.times),
     }
     if key in whole:
@@ -77,11 +90,6 @@ def figure(key: str, arg: str | None, result: dict[str, Any], lang: str) -> Figu
         if arg not in TWO_USERS_CASES:
             raise LookupError(f"batch.{key} needs @unchunked or @chunked, not @{arg}")
         return number(two[arg][key], fmt.ms)
-    if key in ("mixed_ms", "separate_ms"):
-        chunks = [c for c in result["chunked"] if c["chunk_tokens"] > 0]
-        size = _int_arg(arg, [c["chunk_tokens"] for c in chunks], "chunk size")
-        chunk = next(c for c in chunks if c["chunk_tokens"] == size)
-        return number(chunk["step_ms" if key == "mixed_ms" else "separate_ms"], fmt.ms)
     row = row_at(result, _int_arg(arg, [r["batch"] for r in rows], "batch size"))
     first = rows[0]
     return {

@@ -49,8 +49,8 @@ GLOBAL_NAMES: dict[str, str] = {
     "batch.knee_measured": "", "batch.knee_found": "", "batch.knee_predicted": "",
     "batch.kv_mb_per_user": "", "batch.weight_mb": "", "batch.kv_users_to_match_weights": "",
     "batch.prompt_tokens": "", "batch.chunk_tokens": "", "batch.stall_ms": "unchunked|chunked",
-    "batch.ttft_ms": "unchunked|chunked", "batch.stall_reduction": "", "batch.mixed_ms": "C",
-    "batch.separate_ms": "C",
+    "batch.ttft_ms": "unchunked|chunked", "batch.stall_reduction": "", "batch.decode_rows": "",
+    "batch.mixed_ms": "", "batch.separate_ms": "",
     "pub.published_tps": "ID", "pub.bound_tps": "ID", "pub.fraction": "ID", "pub.source": "ID",
 }
 PAGE_NAMES: dict[str, str] = {
