@@ -1,4 +1,4 @@
-"""`python -m simulations`: fetch the model, record a prompt, run sweeps, roofline, projections.
+"""`python -m simulations`: fetch the model, record a prompt, run sweeps, roofline, projections, batching.
 
 Tables for people by default, `--json` for programs. Progress goes to stderr; problems the user
 can fix (no model, bad file, bad prompt) end with a one-line message and exit status 2.
@@ -179,12 +179,50 @@ def show_project(result: dict) -> str:
     ])
 
 
+def cmd_batch(args, progress) -> dict:
+    from .batch import measure
+    from .loader import load_model
+
+    model = load_model(args.model, progress)
+    kwargs = {k: v for k, v in {"batch_sizes": args.batch_sizes, "context_tokens": args.context_tokens,
+                                "chunk_sizes": args.chunk_sizes, "two_users_prompt_tokens": args.prompt_tokens,
+                                "two_users_chunk_tokens": args.chunk_tokens, "repeats": args.repeats}.items()
+              if v is not None}
+    return measure(model, progress=progress, **kwargs)
+
+
+def show_batch(result: dict) -> str:
+    machine, knee, users = result["machine"], result["knee"], result["two_users"]
+    batch_cols = ["batch", "step_ms", "tokens_per_s", "ms_per_token", "intensity", "compute_utilization",
+                  "bandwidth_utilization"]
+    timeline = [{"prefill": mode, "stall_ms": users[mode]["stall_ms"], "ttft_ms": users[mode]["ttft_ms"]}
+                for mode in ("unchunked", "chunked")]
+    first_model = result["projected_knees"][0]["model"] if result["projected_knees"] else None
+    gpu_knees = [k for k in result["projected_knees"] if k["dtype"] == "fp16" and k["model"] == first_model]
+    return "\n\n".join([
+        f"{result['model']}: batched decode, each user's cache at {result['context_tokens']} tokens "
+        f"(machine peaks: {machine['peak_flops'] / 1e9:,.1f} GFLOP/s, {machine['bandwidth'] / 1e9:,.1f} GB/s, "
+        f"ridge {machine['ridge']:,.1f} FLOP/byte)",
+        table(result["batch_sizes"], batch_cols),
+        f"knee: measured at batch {knee['measured_batch']} (first step ≥ {knee['slowdown']}× the B=1 step), "
+        f"predicted {knee['predicted_batch']:,.1f} (ridge × {knee['bytes_per_weight']} bytes per weight ÷ 2)",
+        f"projected knees, {first_model} in fp16 (a bound from spec sheets, not measured; --json for every model and precision)",
+        table(gpu_knees, ["model", "device", "dtype", "predicted_batch"]),
+        "chunked prefill: one mixed step vs the same work as separate passes",
+        table(result["chunked"], ["decode_rows", "chunk_tokens", "step_ms", "separate_ms"]),
+        f"two users: a {users['prompt_tokens']}-token prompt arrives while another user streams "
+        f"(chunks of {users['chunk_tokens']} tokens)",
+        table(timeline, ["prefill", "stall_ms", "ttft_ms"]),
+    ])
+
+
 COMMANDS = {
     "fetch": (cmd_fetch, show_fetch),
     "record": (cmd_record, show_record),
     "sweep": (cmd_sweep, show_sweep),
     "roofline": (cmd_roofline, show_roofline),
     "project": (cmd_project, show_project),
+    "batch": (cmd_batch, show_batch),
 }
 
 
@@ -216,6 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=None)
     p = add("roofline", "this machine's peak FLOP/s and bandwidth, and where prefill and decode sit")
     p.add_argument("--prompt-tokens", type=int, default=None)
+    p = add("batch", "batched decode, its knee, and chunked prefill with two users, measured")
+    p.add_argument("--batch-sizes", type=_ints, default=None, help="e.g. 1,2,4,8,16,32,64")
+    p.add_argument("--context-tokens", type=int, default=None, help="each user's cache length (default 512)")
+    p.add_argument("--chunk-sizes", type=_ints, default=None, help="e.g. 0,64,128,256,512")
+    p.add_argument("--prompt-tokens", type=int, default=None, help="the arriving user's prompt (default 2048)")
+    p.add_argument("--chunk-tokens", type=int, default=None, help="its chunk size when chunked (default 256)")
+    p.add_argument("--repeats", type=int, default=None)
     p = add("project", "roofline projections onto published accelerators (projected, not measured)", model=False)
     p.add_argument("--models", type=lambda s: s.split(","), default=None)
     p.add_argument("--devices", type=lambda s: s.split(","), default=None)

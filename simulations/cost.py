@@ -17,11 +17,15 @@ A pass runs `new_tokens` tokens after `past_tokens` already in the KV cache:
 - kv_read bytes: every K and V row attention reads, the new ones included (past + new tokens).
 - kv_written bytes: the K and V rows the pass appends (none when it runs without a cache).
 Activations are not counted: they are small next to the weights and stay in the CPU caches.
+
+A pass over several sequences at once (batched decode, chunked prefill: `batch_cost`) reads the
+weights once, runs the block matrices and the LM head on every sequence's rows, and attends and
+reads K/V per sequence. A single sequence (`pass_cost`) is its one-sequence case.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,18 +146,41 @@ def pass_cost(
     """FLOPs and bytes of a pass over `new_tokens` after `past_tokens` cached ones (module docstring).
 
     `cached=False` is a pass without a KV cache (`forward_without_cache`): it writes no K/V rows.
+    The one-sequence case of `batch_cost`.
+    """
+    return batch_cost(shape, [(new_tokens, past_tokens)], logits_rows=logits_rows, cached=cached,
+                      bytes_per_weight=bytes_per_weight, bytes_per_kv_value=bytes_per_kv_value)
+
+
+def batch_cost(
+    shape: ModelShape,
+    sequences: Sequence[tuple[int, int]],
+    *,
+    logits_rows: int | None = None,
+    cached: bool = True,
+    bytes_per_weight: float = FLOAT32_BYTES,
+    bytes_per_kv_value: float = FLOAT32_BYTES,
+) -> PassCost:
+    """FLOPs and bytes of one pass over several sequences, each `(new_tokens, past_tokens)`.
+
+    A batched decode step is B sequences of (1, context); a chunked-prefill step adds (C, done so
+    far) for the prompt being cut. The weights are read once for the whole pass (that is what
+    batching buys); each sequence's attention reads its own cache. `logits_rows` defaults to one
+    row per sequence (its last position).
     """
     d = shape.d_model
+    new = sum(n for n, _ in sequences)
+    rows = len(sequences) if logits_rows is None else logits_rows
     params_read = shape.layers * (shape.block_matrix_params + shape.block_vector_params) + d  # + final norm
-    params_read += shape.vocab * d + new_tokens * d  # the LM head, and the new tokens' embedding rows
+    params_read += shape.vocab * d + new * d  # the LM head, and the new tokens' embedding rows
     kv_row = kv_bytes_per_token(shape, bytes_per_kv_value)
     return PassCost(
-        linear_flops=2 * new_tokens * shape.layers * shape.block_matrix_params,
-        attention_flops=4 * shape.layers * shape.heads * shape.head_dim * causal_pairs(new_tokens, past_tokens),
-        lm_head_flops=2 * logits_rows * shape.vocab * d,
+        linear_flops=2 * new * shape.layers * shape.block_matrix_params,
+        attention_flops=4 * shape.layers * shape.heads * shape.head_dim * sum(causal_pairs(n, p) for n, p in sequences),
+        lm_head_flops=2 * rows * shape.vocab * d,
         weight_bytes=params_read * bytes_per_weight,
-        kv_read_bytes=kv_row * (past_tokens + new_tokens),
-        kv_written_bytes=kv_row * new_tokens if cached else 0,
+        kv_read_bytes=kv_row * sum(p + n for n, p in sequences),
+        kv_written_bytes=kv_row * new if cached else 0,
     )
 
 

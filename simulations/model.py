@@ -6,6 +6,10 @@ The three ways to run it are named after what they are:
 - ``decode_step``: one new token; reads the KV cache, appends one row to it.
 - ``forward_without_cache``: the picoGPT-style baseline that recomputes every position for every
   new token. It exists so the article can measure what the KV cache saves.
+- ``decode_batch`` and ``mixed_step``: what a serving engine runs. Many sequences, each with its own
+  KV cache, share one pass: their rows go through every matrix product together (one read of the
+  weights), attention runs per sequence. ``mixed_step`` adds a chunk of another prompt (chunked
+  prefill). The three ways above are the one-sequence case of the same pass.
 
 Everything stays float32: numpy 2 promotes float32 arrays combined with a float64 scalar
 (``1 / np.sqrt(d)``) to float64, which silently doubles the bytes and costs 10-20x in speed.
@@ -18,6 +22,7 @@ as closed forms, in ``cost.py``; timing is the generation loop's job (``generate
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -270,40 +275,85 @@ def transformer_block(
     layer: LayerWeights,
     config: ModelConfig,
     rotary: tuple[np.ndarray, np.ndarray],
-    cache: KVCache | None,
+    sequences: list[tuple[slice, KVCache | None]],
     layer_index: int,
     observer: Observer = NO_OBSERVER,
 ) -> np.ndarray:
-    """Pre-norm block: x + attention(norm(x)), then + mlp(norm(x)). x: (T, d)."""
+    """Pre-norm block: x + attention(norm(x)), then + mlp(norm(x)). x: (T, d).
+
+    The rows of x may belong to several sequences (a batch): `sequences` gives each one's rows and
+    its KV cache. The matrix products see all T rows at once, so every weight is read once for the
+    whole batch; attention runs per sequence, over that sequence's own cache.
+    """
     t, h, hd = x.shape[0], config.n_heads, config.head_dim
     qkv = linear(rms_norm(x, layer.attn_norm, config.rms_eps), layer.wqkv, layer.bqkv, observer)
     # queries and keys rotate by the same angles: one RoPE call over (T, heads + kv_heads, hd)
     qk = rope(qkv[:, : config.q_dim + config.kv_dim].reshape(t, h + config.n_kv_heads, hd), *rotary, config.rope_style)
     q, k = qk[:, :h], qk[:, h:]
     v = qkv[:, config.q_dim + config.kv_dim :].reshape(t, config.n_kv_heads, hd)
-    if cache is not None:
-        keys, values = cache.write(layer_index, k, v)  # views of the cache, past + new
-    else:  # no cache: attend over the keys/values computed in this very pass
-        keys = np.ascontiguousarray(k.transpose(1, 0, 2))
-        values = np.ascontiguousarray(v.transpose(1, 0, 2))
-    x = x + linear(attention(q, keys, values, observer), layer.wo, observer=observer)
+    mixed = np.empty((t, config.q_dim), dtype=F32)
+
+    def attend(index: int) -> None:
+        rows, cache = sequences[index]
+        if cache is not None:
+            keys, values = cache.write(layer_index, k[rows], v[rows])  # views of the cache, past + new
+        else:  # no cache: attend over the keys/values computed in this very pass
+            keys = np.ascontiguousarray(k[rows].transpose(1, 0, 2))
+            values = np.ascontiguousarray(v[rows].transpose(1, 0, 2))
+        mixed[rows] = attention(q[rows], keys, values, observer)
+
+    # Single-token sequences (decode rows) share the cores between them; a longer one (a prompt or
+    # a chunk of one) splits its own query blocks across the cores instead, so runs on its own.
+    single = [i for i, (rows, _) in enumerate(sequences) if rows.stop - rows.start == 1]
+    if len(single) > 1:
+        for_each(attend, single)
+    else:
+        single = []
+    for index in range(len(sequences)):
+        if index not in single:
+            attend(index)
+    x = x + linear(mixed, layer.wo, observer=observer)
     return x + mlp(rms_norm(x, layer.mlp_norm, config.rms_eps), layer, observer)
+
+
+def batch_hidden_states(
+    weights: Weights, config: ModelConfig, token_ids: Sequence[np.ndarray], caches: Sequence[KVCache | None],
+    observer: Observer = NO_OBSERVER,
+) -> tuple[np.ndarray, list[slice]]:
+    """Run several sequences through one pass: `token_ids[i]` are new tokens of the sequence whose
+    keys and values live in `caches[i]` (None: no cache, attend within the pass only).
+
+    Returns the final hidden states of every new token, (sum of T_i, d), and each sequence's rows.
+    """
+    if len(token_ids) != len(caches) or not token_ids:
+        raise ValueError(f"one cache per sequence: got {len(token_ids)} token arrays and {len(caches)} caches")
+    held = [id(c) for c in caches if c is not None]
+    if len(set(held)) != len(held):
+        raise ValueError("each sequence needs its own KV cache: the same cache was given twice")
+    token_ids = [np.asarray(ids, dtype=np.int64).reshape(-1) for ids in token_ids]
+    ends = np.cumsum([len(ids) for ids in token_ids])
+    spans = [slice(int(end - len(ids)), int(end)) for ids, end in zip(token_ids, ends, strict=True)]
+    positions = np.concatenate([
+        np.arange(cache.length if cache is not None else 0, (cache.length if cache is not None else 0) + len(ids))
+        for ids, cache in zip(token_ids, caches, strict=True)
+    ])
+    rotary = rope_angles(positions, config.head_dim, config.rope_theta)
+    x = embed(weights.token_embedding, np.concatenate(token_ids))
+    sequences = list(zip(spans, caches, strict=True))
+    for index, layer in enumerate(weights.layers):
+        x = transformer_block(x, layer, config, rotary, sequences, index, observer)
+    for ids, cache in zip(token_ids, caches, strict=True):
+        if cache is not None:
+            cache.advance(len(ids))
+    return rms_norm(x, weights.final_norm, config.rms_eps), spans
 
 
 def hidden_states(
     weights: Weights, config: ModelConfig, token_ids: np.ndarray, cache: KVCache | None,
     observer: Observer = NO_OBSERVER,
 ) -> np.ndarray:
-    """Run the token ids through embedding, every block and the final norm. Returns (T, d)."""
-    token_ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
-    past = cache.length if cache is not None else 0
-    rotary = rope_angles(np.arange(past, past + token_ids.shape[0]), config.head_dim, config.rope_theta)
-    x = embed(weights.token_embedding, token_ids)
-    for index, layer in enumerate(weights.layers):
-        x = transformer_block(x, layer, config, rotary, cache, index, observer)
-    if cache is not None:
-        cache.advance(token_ids.shape[0])
-    return rms_norm(x, weights.final_norm, config.rms_eps)
+    """One sequence's new tokens through embedding, every block and the final norm. Returns (T, d)."""
+    return batch_hidden_states(weights, config, [token_ids], [cache], observer)[0]
 
 
 # --- the three ways to run the model ---------------------------------------------------------
@@ -335,3 +385,35 @@ def forward_without_cache(
     """Recompute every position from scratch (no KV cache). Returns logits (vocab,) of the last."""
     h = hidden_states(weights, config, token_ids, None, observer)
     return lm_head(h[-1:], weights.lm_head, observer)[0]
+
+
+# --- many sequences in one pass: what a serving engine does ------------------------------------
+
+def decode_batch(
+    weights: Weights, config: ModelConfig, token_ids: Sequence[int], caches: Sequence[KVCache], *,
+    observer: Observer = NO_OBSERVER,
+) -> np.ndarray:
+    """One new token for each of B sequences, each attending over its own cache, in one pass.
+
+    Every linear layer multiplies a (B, d) matrix by its weights, so the weights are read once for
+    all B tokens. Returns logits (B, vocab): row i is what decode_step(token_ids[i], caches[i]) gives.
+    """
+    h, _ = batch_hidden_states(weights, config, [[t] for t in token_ids], list(caches), observer)
+    return lm_head(h, weights.lm_head, observer)
+
+
+def mixed_step(
+    weights: Weights, config: ModelConfig, decode_token_ids: Sequence[int], decode_caches: Sequence[KVCache],
+    chunk_token_ids: np.ndarray, chunk_cache: KVCache, *, observer: Observer = NO_OBSERVER,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Decode rows and a chunk of another request's prompt, in one pass (chunked prefill).
+
+    The chunk's tokens join the decode rows in every matrix product; its attention runs over its
+    own cache, which it extends. Returns the decode rows' logits (B, vocab) and the chunk's last
+    position's logits (vocab,): the prompt's first answer token when this chunk was its last.
+    """
+    h, spans = batch_hidden_states(
+        weights, config, [*([t] for t in decode_token_ids), chunk_token_ids], [*decode_caches, chunk_cache], observer
+    )
+    logits = lm_head(h[[span.stop - 1 for span in spans]], weights.lm_head, observer)
+    return logits[:-1], logits[-1]
