@@ -50,10 +50,12 @@ class BatchSizes:
     context_tokens: int = 512
     chunk_sizes: tuple[int, ...] = (0, 64, 128, 256, 512)
     two_users_prompt_tokens: int = 2048
+    two_users_chunk_tokens: int = 256  # one of chunk_sizes: the chapter compares its mixed step with two passes
 
 
 BATCH_SIZES = {"default": BatchSizes(),
-               "tiny": BatchSizes(context_tokens=64, chunk_sizes=(0, 16, 32, 64), two_users_prompt_tokens=256)}
+               "tiny": BatchSizes(context_tokens=64, chunk_sizes=(0, 16, 32, 64), two_users_prompt_tokens=256,
+                                  two_users_chunk_tokens=32)}
 
 
 def batch_sizes_for(model: str | None) -> BatchSizes:
@@ -143,8 +145,11 @@ class Measurements:
             prompt_tokens=ROOFLINE_PROMPT_TOKENS, settings=asdict(s))
 
     def batch(self) -> dict[str, Any]:
-        """Batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/1)."""
+        """Batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/1).
+        The machine's peaks are the roofline's, so the batching chapter's ridge point is the bottleneck's."""
         s, sizes = self.settings, self.batch_sizes
+        machine = self.roofline()["machine"]
+        peaks = {"peak_gflops": machine["peak_gflops"], "peak_gbps": machine["peak_gbps"]}
         label = (f"batched decode at B = {list(sizes.batch_sizes)}, chunked prefill ({s.name}) "
                  f"on {self.simulator.model_name}")
         return self._cached(
@@ -152,8 +157,9 @@ class Measurements:
             lambda: self._with_machine(self.simulator.batch(
                 batch_sizes=list(sizes.batch_sizes), context_tokens=sizes.context_tokens,
                 chunk_sizes=list(sizes.chunk_sizes), two_users_prompt_tokens=sizes.two_users_prompt_tokens,
-                repeats=s.repeats, progress=progress_logger("batch"))),
-            **asdict(sizes), repeats=s.repeats)
+                two_users_chunk_tokens=sizes.two_users_chunk_tokens, repeats=s.repeats, peaks=peaks,
+                progress=progress_logger("batch"))),
+            **asdict(sizes), repeats=s.repeats, peaks=peaks)
 
     def projections(self, prompt_lengths: tuple[int, ...] | list[int] = DEFAULT_PROMPT_LENGTHS) -> dict[str, Any]:
         lengths = list(prompt_lengths)

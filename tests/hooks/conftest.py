@@ -44,10 +44,10 @@ class CountingSimulator(NumpySimulator):
         }
 
     def batch(self, *, batch_sizes: list[int], context_tokens: int, chunk_sizes: list[int],
-              two_users_prompt_tokens: int, **_: Any) -> dict[str, Any]:
+              two_users_prompt_tokens: int, two_users_chunk_tokens: int, **_: Any) -> dict[str, Any]:
         self.calls.append("batch")
         return fake_batch(batch_sizes=batch_sizes, context_tokens=context_tokens, chunk_sizes=chunk_sizes,
-                          two_users_prompt_tokens=two_users_prompt_tokens)
+                          two_users_prompt_tokens=two_users_prompt_tokens, two_users_chunk_tokens=two_users_chunk_tokens)
 
     def roofline(self, *, prompt_tokens: int, **_: Any) -> dict[str, Any]:
         self.calls.append("roofline")
@@ -67,7 +67,7 @@ class CountingSimulator(NumpySimulator):
 
 
 def fake_batch(*, batch_sizes: list[int], context_tokens: int, chunk_sizes: list[int],
-               two_users_prompt_tokens: int) -> dict[str, Any]:
+               two_users_prompt_tokens: int, two_users_chunk_tokens: int) -> dict[str, Any]:
     """A hand-made result of the batch measurement's contract ("prefill-decode-batch/1"): flat step time
     up to B = 8, then growing with B (a knee at 16), and a stall that chunking cuts."""
     peak_flops, bandwidth, weight_bytes, kv_per_user = 200e9, 25e9, 500e6, 12e6
@@ -79,7 +79,7 @@ def fake_batch(*, batch_sizes: list[int], context_tokens: int, chunk_sizes: list
                      "flops": flops, "bytes": nbytes, "intensity": flops / nbytes, "weight_bytes": weight_bytes,
                      "kv_bytes": b * kv_per_user, "compute_utilization": flops / (step_ms / 1000) / peak_flops,
                      "bandwidth_utilization": min(1.0, nbytes / (step_ms / 1000) / bandwidth)})
-    chunk = max(chunk_sizes)
+    chunk = two_users_chunk_tokens
 
     def events(stall: float, chunked: bool) -> list[dict[str, Any]]:
         found = [{"user": "streaming", "t_ms": -20.0, "what": "token"}]
