@@ -122,13 +122,21 @@ function batchView(demo, batching, text, format) {
   const compute = readout(text("batching.compute_util"));
   const roof = rooflineView(batching, text, format);
   const picture = stepView(batching, text, format);
+  // The knee, measured beside predicted, and each projected device's (a bound): labels from the build.
+  const knees = h("dl", { class: "pd-readouts pd-batching__knees" },
+    h("div", { class: "pd-readout" }, h("dt", { text: text("batching.knee_measured") }), h("dd", { text: batching.knee.label })),
+    h("div", { class: "pd-readout" }, h("dt", { text: text("batching.knee_predicted") }),
+      h("dd", { text: format.number(batching.knee.predicted_batch, 0) })),
+    ...batching.projected_knees.map((knee) => h("div", { class: "pd-readout" },
+      h("dt", { text: text("batching.knee_projected", { name: knee.name }) }),
+      h("dd", { text: format.number(knee.predicted_batch, 0) }))));
   const node = h("section", { class: "pd-batching__batch", "aria-label": text("batching.batch_view") },
     h("div", { class: "pd-fields" },
       h("label", { class: "pd-field pd-field--wide", for: `${id}-batch` },
         h("span", { text: text("batching.slider") }), slider, batchText)),
     h("dl", { class: "pd-readouts", "aria-live": "polite", "aria-label": text("batching.readouts") },
       tps.node, perUser.node, step.node, util.node, compute.node),
-    roof.node, picture.node);
+    roof.node, knees, picture.node);
 
   function render() {
     const point = points[state.index];
