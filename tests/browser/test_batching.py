@@ -132,3 +132,32 @@ def test_at_320_px_nothing_scrolls_sideways(open_page, screenshot_dir, lang):
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 320
     demo.screenshot(path=str(screenshot_dir / f"batching-320-{lang.strip('/') or 'zh'}.png"))
     log.assert_clean()
+
+
+HOSTILE = "</script><img src=x onerror=\"window.__pd_pwned=1\">"
+
+
+def test_labels_from_the_json_reach_the_page_as_text_whatever_they_hold(open_page):
+    page, log = open_page("en/batching/")
+
+    def hostile(route):
+        data = route.fetch().json()
+        data["strings"] = {key: HOSTILE for key in data["strings"]}
+        users = data["batching"]["two_users"]
+        users["users"] = {"streaming": HOSTILE, "arriving": HOSTILE}
+        for case in users["cases"]:
+            case["label"] = HOSTILE
+        for knee in data["batching"]["projected_knees"]:
+            knee["name"] = knee["label"] = HOSTILE
+        data["batching"]["knee"]["label"] = HOSTILE
+        route.fulfill(json=data)
+
+    page.route("**/assets/traces/*batching*.json", hostile)
+    page.reload()
+    demo = page.locator(".pd-demo[data-pd-demo=batching]").first
+    engage(page, demo)
+    page.wait_for_function("el => el.dataset.pdStatus === 'ready'", arg=demo.element_handle(), timeout=TIMEOUT_MS)
+    assert HOSTILE in demo.locator("[data-pd-stage]").inner_text()
+    assert demo.locator("[data-pd-stage] img").count() == 0
+    assert page.evaluate("() => window.__pd_pwned") is None
+    log.assert_clean()
