@@ -52,6 +52,7 @@ Progress = Callable[[str, float | None], None] | None
 
 
 def _median_ms(run: Callable[[], object], repeats: int, warmup: int = 1) -> float:
+    """Median wall time of `run()` in ms, after `warmup` untimed calls."""
     for _ in range(warmup):
         run()
     times = []
@@ -113,17 +114,12 @@ def batched_decode_rows(model: LoadedModel, caches: list[KVCache], batch_sizes: 
         users = caches[:batch]
         tokens = [int(user_prompt(model, user, context)[-1]) for user in range(batch)]
 
-        def step(users=users, tokens=tokens) -> None:
+        def step(users=users, tokens=tokens) -> None:  # the same step each time: every cache back at `context`
+            _rewind(users, context)
             decode_batch(weights, config, tokens, users)
 
-        times = []
-        for _ in range(repeats + 1):  # the first step warms up, untimed
-            _rewind(users, context)
-            start = time.perf_counter()
-            step()
-            times.append((time.perf_counter() - start) * 1000)
+        step_ms = _median_ms(step, repeats)
         _rewind(users, context)
-        step_ms = statistics.median(times[1:])
         cost = batch_cost(shape, [(1, context)] * batch)
         rows.append({
             "batch": batch,

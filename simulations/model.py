@@ -1,6 +1,6 @@
 """A Llama/Qwen2 decoder in numpy float32, written to be read.
 
-The three ways to run it are named after what they are:
+The ways to run it are named after what they are, and all are one function, ``forward``:
 
 - ``prefill``: all prompt tokens in one batched pass; fills the KV cache.
 - ``decode_step``: one new token; reads the KV cache, appends one row to it.
@@ -28,13 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .config import FLOAT32_BYTES, ModelConfig
-from .parallel import for_each, for_row_blocks
+from .machine import available_cores
+from .parallel import MIN_ROWS_PER_BLOCK, blas_on_one_thread, for_each, for_row_blocks, for_weight_blocks
 
 F32 = np.float32
 # Largest attention score block (bytes) built at once: prefill processes queries in chunks so a
 # 4096-token prompt never materialises a (heads x 4096 x 4096) matrix.
 ATTENTION_BLOCK_BYTES = 4 * 2**20  # measured best here: the score block stays in L2/L3 between passes
 MAX_QUERY_BLOCK = 256  # smaller blocks waste less of the masked upper triangle
+MIN_KEYS_PER_BLOCK = 256  # a decode step splits its keys across cores only when each core gets this many
 
 
 @dataclass
@@ -139,14 +141,18 @@ def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
 def linear(
     x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, observer: Observer = NO_OBSERVER
 ) -> np.ndarray:
-    """y = x @ W.T (+ b). One row (decode) uses matrix-vector order, which streams W once;
-    many rows (prefill) split into one block of rows per core."""
+    """y = x @ W.T (+ b). Many rows (prefill) split into one block of token rows per core; a few rows
+    (decode, a batch of decode rows) split W's rows instead, so each core reads its share of the
+    weights once and together they stream W at the machine's bandwidth."""
     observer.matmul(x, w, b)
-    if x.shape[0] == 1:
-        y = (w @ x[0])[None, :]
-    else:
-        y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
+    w = w.view(np.ndarray)  # a memory-mapped file's slices would run np.memmap's Python hook each time
+    y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
+    if x.shape[0] >= 2 * MIN_ROWS_PER_BLOCK:
         for_row_blocks(lambda rows: np.matmul(x[rows], w.T, out=y[rows]), x.shape[0])
+    elif x.shape[0] == 1:  # matrix-vector order streams W once
+        for_weight_blocks(lambda part: np.matmul(w[part], x[0], out=y[0, part]), w.shape[0])
+    else:
+        for_weight_blocks(lambda part: np.matmul(x, w[part].T, out=y[:, part]), w.shape[0])
     if b is not None:
         y += b
     return y
@@ -235,6 +241,8 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, observer: Observer = 
     q: (Tq, heads, hd); k, v: (kv_heads, Lk, hd). Returns (Tq, heads * hd).
     """
     observer.attention(q, k, v)
+    if q.shape[0] == 1:
+        return decode_attention(q, k, v)
     tq, n_heads, hd = q.shape
     n_kv, lk, _ = k.shape
     rep = n_heads // n_kv  # query heads per KV head; head h reads KV head h // rep
@@ -255,6 +263,43 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, observer: Observer = 
 
     for_each(query_block, range(0, tq, chunk))  # blocks are independent: all cores share them
     return out.transpose(2, 0, 1, 3).reshape(tq, n_heads * hd)
+
+
+def decode_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """One query per head (a decode step) over all Lk keys; the same result as attention().
+
+    Each KV head's keys are read once for all the query heads that share it (GQA): K (Lk, hd) times
+    the group's queries (hd, rep) is one matrix product, never a copy of K per query head. A long
+    cache splits its keys into one block per core (as flash-decoding does on GPUs): each block
+    keeps its own softmax maximum and sum, and the blocks are merged exactly at the end.
+    q: (1, heads, hd); k, v: (kv_heads, Lk, hd). Returns (1, heads * hd).
+    """
+    _, n_heads, hd = q.shape
+    n_kv, lk, _ = k.shape
+    rep = n_heads // n_kv
+    grouped = (q[0] * F32(1.0 / np.sqrt(hd))).reshape(n_kv, rep, hd).transpose(0, 2, 1)  # (kv_heads, hd, rep)
+    n_blocks = max(1, min(available_cores(), lk // MIN_KEYS_PER_BLOCK))
+    step = -(-lk // n_blocks)
+    maxima = np.empty((n_blocks, n_kv, 1, rep), dtype=F32)
+    sums = np.empty((n_blocks, n_kv, 1, rep), dtype=F32)
+    mixed = np.empty((n_blocks, n_kv, rep, hd), dtype=F32)
+
+    def key_block(i: int) -> None:
+        keys = slice(i * step, min(lk, (i + 1) * step))
+        scores = np.matmul(k[:, keys], grouped)  # (kv_heads, keys, rep)
+        maxima[i] = scores.max(axis=1, keepdims=True)
+        scores -= maxima[i]
+        weights = np.exp(scores, out=scores)  # unnormalised softmax, in place
+        sums[i] = weights.sum(axis=1, keepdims=True)
+        np.matmul(weights.transpose(0, 2, 1), v[:, keys], out=mixed[i])  # (kv_heads, rep, hd)
+
+    for_each(key_block, range(n_blocks))
+    if n_blocks == 1:
+        out = mixed[0] / sums[0].transpose(0, 2, 1)
+    else:  # rescale every block to the common maximum, then normalise once
+        scale = np.exp(maxima - maxima.max(axis=0))  # (blocks, kv_heads, 1, rep)
+        out = (mixed * scale.transpose(0, 1, 3, 2)).sum(axis=0) / (sums * scale).sum(axis=0).transpose(0, 2, 1)
+    return out.reshape(1, n_heads * hd)
 
 
 def mlp(x: np.ndarray, layer: LayerWeights, observer: Observer = NO_OBSERVER) -> np.ndarray:
@@ -302,11 +347,13 @@ def transformer_block(
             values = np.ascontiguousarray(v[rows].transpose(1, 0, 2))
         mixed[rows] = attention(q[rows], keys, values, observer)
 
-    # Single-token sequences (decode rows) share the cores between them; a longer one (a prompt or
-    # a chunk of one) splits its own query blocks across the cores instead, so runs on its own.
+    # Single-token sequences (decode rows) are dealt out to the cores, every core's share in one
+    # hand-off; a longer one (a prompt or a chunk of one) splits its own query blocks across the
+    # cores instead, so runs on its own.
     single = [i for i, (rows, _) in enumerate(sequences) if rows.stop - rows.start == 1]
     if len(single) > 1:
-        for_each(attend, single)
+        cores = available_cores()
+        for_each(lambda first: [attend(i) for i in single[first::cores]], range(min(cores, len(single))))
     else:
         single = []
     for index in range(len(sequences)):
@@ -316,14 +363,16 @@ def transformer_block(
     return x + mlp(rms_norm(x, layer.mlp_norm, config.rms_eps), layer, observer)
 
 
-def batch_hidden_states(
-    weights: Weights, config: ModelConfig, token_ids: Sequence[np.ndarray], caches: Sequence[KVCache | None],
-    observer: Observer = NO_OBSERVER,
-) -> tuple[np.ndarray, list[slice]]:
-    """Run several sequences through one pass: `token_ids[i]` are new tokens of the sequence whose
-    keys and values live in `caches[i]` (None: no cache, attend within the pass only).
+def forward(
+    weights: Weights, config: ModelConfig, token_ids: Sequence[np.ndarray], caches: Sequence[KVCache | None], *,
+    all_logits: bool = False, observer: Observer = NO_OBSERVER,
+) -> np.ndarray:
+    """The one pass every way to run the model uses: several sequences' new tokens at once.
 
-    Returns the final hidden states of every new token, (sum of T_i, d), and each sequence's rows.
+    `token_ids[i]` are new tokens of the sequence whose keys and values live in `caches[i]` (None:
+    no cache, attend within the pass only); each cache is extended by its tokens. Returns logits for
+    the last new token of every sequence, (sequences, vocab) — what generation needs; inference
+    engines skip the LM head for the other positions — or for every new token with all_logits=True.
     """
     if len(token_ids) != len(caches) or not token_ids:
         raise ValueError(f"one cache per sequence: got {len(token_ids)} token arrays and {len(caches)} caches")
@@ -331,32 +380,25 @@ def batch_hidden_states(
     if len(set(held)) != len(held):
         raise ValueError("each sequence needs its own KV cache: the same cache was given twice")
     token_ids = [np.asarray(ids, dtype=np.int64).reshape(-1) for ids in token_ids]
+    pasts = [cache.length if cache is not None else 0 for cache in caches]
     ends = np.cumsum([len(ids) for ids in token_ids])
     spans = [slice(int(end - len(ids)), int(end)) for ids, end in zip(token_ids, ends, strict=True)]
-    positions = np.concatenate([
-        np.arange(cache.length if cache is not None else 0, (cache.length if cache is not None else 0) + len(ids))
-        for ids, cache in zip(token_ids, caches, strict=True)
-    ])
+    positions = np.concatenate([np.arange(past, past + len(ids)) for ids, past in zip(token_ids, pasts, strict=True)])
     rotary = rope_angles(positions, config.head_dim, config.rope_theta)
     x = embed(weights.token_embedding, np.concatenate(token_ids))
     sequences = list(zip(spans, caches, strict=True))
-    for index, layer in enumerate(weights.layers):
-        x = transformer_block(x, layer, config, rotary, sequences, index, observer)
-    for ids, cache in zip(token_ids, caches, strict=True):
-        if cache is not None:
-            cache.advance(len(ids))
-    return rms_norm(x, weights.final_norm, config.rms_eps), spans
+    with blas_on_one_thread():  # the pass splits its own work across the cores (parallel.py)
+        for index, layer in enumerate(weights.layers):
+            x = transformer_block(x, layer, config, rotary, sequences, index, observer)
+        for ids, cache in zip(token_ids, caches, strict=True):
+            if cache is not None:
+                cache.advance(len(ids))
+        if not all_logits:
+            x = x[[span.stop - 1 for span in spans]]
+        return lm_head(rms_norm(x, weights.final_norm, config.rms_eps), weights.lm_head, observer)
 
 
-def hidden_states(
-    weights: Weights, config: ModelConfig, token_ids: np.ndarray, cache: KVCache | None,
-    observer: Observer = NO_OBSERVER,
-) -> np.ndarray:
-    """One sequence's new tokens through embedding, every block and the final norm. Returns (T, d)."""
-    return batch_hidden_states(weights, config, [token_ids], [cache], observer)[0]
-
-
-# --- the three ways to run the model ---------------------------------------------------------
+# --- the three ways to run one sequence ------------------------------------------------------
 
 def prefill(
     weights: Weights, config: ModelConfig, token_ids: np.ndarray, cache: KVCache, *, all_logits: bool = False,
@@ -367,24 +409,21 @@ def prefill(
     Returns logits (1, vocab) for the last position, which is all generation needs (inference
     engines skip the LM head for the other positions), or (T, vocab) with all_logits=True.
     """
-    h = hidden_states(weights, config, token_ids, cache, observer)
-    return lm_head(h if all_logits else h[-1:], weights.lm_head, observer)
+    return forward(weights, config, [token_ids], [cache], all_logits=all_logits, observer=observer)
 
 
 def decode_step(
     weights: Weights, config: ModelConfig, token_id: int, cache: KVCache, *, observer: Observer = NO_OBSERVER
 ) -> np.ndarray:
     """Process one token: attend over the cache, append its K/V. Returns logits (vocab,)."""
-    h = hidden_states(weights, config, np.array([token_id]), cache, observer)
-    return lm_head(h, weights.lm_head, observer)[0]
+    return forward(weights, config, [[token_id]], [cache], observer=observer)[0]
 
 
 def forward_without_cache(
     weights: Weights, config: ModelConfig, token_ids: np.ndarray, *, observer: Observer = NO_OBSERVER
 ) -> np.ndarray:
     """Recompute every position from scratch (no KV cache). Returns logits (vocab,) of the last."""
-    h = hidden_states(weights, config, token_ids, None, observer)
-    return lm_head(h[-1:], weights.lm_head, observer)[0]
+    return forward(weights, config, [token_ids], [None], observer=observer)[0]
 
 
 # --- many sequences in one pass: what a serving engine does ------------------------------------
@@ -398,8 +437,7 @@ def decode_batch(
     Every linear layer multiplies a (B, d) matrix by its weights, so the weights are read once for
     all B tokens. Returns logits (B, vocab): row i is what decode_step(token_ids[i], caches[i]) gives.
     """
-    h, _ = batch_hidden_states(weights, config, [[t] for t in token_ids], list(caches), observer)
-    return lm_head(h, weights.lm_head, observer)
+    return forward(weights, config, [[t] for t in token_ids], list(caches), observer=observer)
 
 
 def mixed_step(
@@ -412,8 +450,6 @@ def mixed_step(
     own cache, which it extends. Returns the decode rows' logits (B, vocab) and the chunk's last
     position's logits (vocab,): the prompt's first answer token when this chunk was its last.
     """
-    h, spans = batch_hidden_states(
-        weights, config, [*([t] for t in decode_token_ids), chunk_token_ids], [*decode_caches, chunk_cache], observer
-    )
-    logits = lm_head(h[[span.stop - 1 for span in spans]], weights.lm_head, observer)
+    logits = forward(weights, config, [*([t] for t in decode_token_ids), chunk_token_ids],
+                     [*decode_caches, chunk_cache], observer=observer)
     return logits[:-1], logits[-1]

@@ -9,13 +9,24 @@ batched pass does all its splitting itself, matrix products included (measured h
 prefill went from about 8 s to about 6.5 s). threadpoolctl drops whichever BLAS numpy loaded to one
 thread for the parallel section and restores its count after. A single row (decode) never comes
 here: its matrix-vector products keep BLAS's own threads.
+
+A whole pass of the model runs inside `blas_on_one_thread()`: BLAS is set to one thread once per
+pass (setting it costs a few microseconds, and a pass has hundreds of parallel sections), and
+every product is split by the model itself — by rows of tokens when there are many
+(`for_row_blocks`), by rows of the weight matrix when there are few (`for_weight_blocks`: each core
+reads its share of the weights once, which is all a decode step does). OpenBLAS's own threads never
+start, so none of them spin on a core another thread needs (measured here while the machine was
+shared: the weights' matrix-vector products took 2-3 times longer with OpenBLAS's threads than with
+one thread).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 
 import numpy as np  # noqa: F401 -- loads numpy's BLAS before threadpoolctl looks for it
@@ -24,6 +35,9 @@ from threadpoolctl import ThreadpoolController
 from .machine import available_cores
 
 MIN_ROWS_PER_BLOCK = 64
+MIN_WEIGHT_ROWS_PER_BLOCK = 256  # a weight block smaller than this (256 x 576 floats) is not worth a thread
+_WORKER_NAME = "pd-blocks"
+_single_threaded = threading.local()  # .depth > 0 inside blas_on_one_thread(), on the thread that entered it
 
 
 @lru_cache(maxsize=1)
@@ -35,20 +49,39 @@ def _blas() -> ThreadpoolController:
 @lru_cache(maxsize=4)
 def _pool(pid: int) -> ThreadPoolExecutor | None:
     """One pool per process (keyed by pid: a forked child has none of its parent's threads)."""
-    return ThreadPoolExecutor(available_cores(), thread_name_prefix="pd-blocks") if available_cores() > 1 else None
+    return ThreadPoolExecutor(available_cores(), thread_name_prefix=_WORKER_NAME) if available_cores() > 1 else None
+
+
+@contextmanager
+def blas_on_one_thread() -> Iterator[None]:
+    """BLAS on one thread until the block ends (re-entrant); parallel sections inside skip their own limit."""
+    depth = getattr(_single_threaded, "depth", 0)
+    with _blas().limit(limits=1, user_api="blas") if depth == 0 else nullcontext():
+        _single_threaded.depth = depth + 1
+        try:
+            yield
+        finally:
+            _single_threaded.depth = depth
 
 
 def for_each(work: Callable[[int], None], items: Iterable[int]) -> None:
     """Call work(item) for every item, in parallel when it pays; work must touch disjoint data."""
     items = list(items)
-    pool = _pool(os.getpid()) if len(items) > 1 else None
+    on_a_worker = threading.current_thread().name.startswith(_WORKER_NAME)  # nested: the cores are busy already
+    pool = _pool(os.getpid()) if len(items) > 1 and not on_a_worker else None
     if pool is None:
         for item in items:
             work(item)
     else:
-        with _blas().limit(limits=1, user_api="blas"):  # the blocks share the cores; BLAS in each stays on one
-            for _ in pool.map(work, items):  # iterating re-raises any exception from a worker
-                pass
+        with blas_on_one_thread():  # the blocks share the cores; BLAS in each stays on one
+            # The calling thread takes the first item itself: one hand-off fewer per call, and it
+            # would only wait otherwise (a decode step makes about 150 of these calls).
+            others = [pool.submit(work, item) for item in items[1:]]
+            try:
+                work(items[0])
+            finally:
+                for future in others:  # wait for all (they write shared arrays); re-raises a worker's error
+                    future.result()
 
 
 def for_row_blocks(work: Callable[[slice], None], n_rows: int) -> None:
@@ -60,3 +93,14 @@ def for_row_blocks(work: Callable[[slice], None], n_rows: int) -> None:
     blocks = max(1, min(available_cores(), n_rows // MIN_ROWS_PER_BLOCK))
     step = -(-n_rows // blocks)
     for_each(lambda start: work(slice(start, start + step)), range(0, n_rows, step))
+
+
+def for_weight_blocks(work: Callable[[slice], None], n_weight_rows: int) -> None:
+    """Call work(rows) for one block of a weight matrix's rows (output features) per core.
+
+    For a product with few token rows (decode): each core reads its own share of the weights once,
+    so together they stream the matrix at the machine's bandwidth.
+    """
+    blocks = max(1, min(available_cores(), n_weight_rows // MIN_WEIGHT_ROWS_PER_BLOCK))
+    step = -(-n_weight_rows // blocks)
+    for_each(lambda start: work(slice(start, start + step)), range(0, n_weight_rows, step))

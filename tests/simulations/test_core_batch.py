@@ -290,3 +290,13 @@ def test_real_model_batched_decode_and_mixed_step_match_separate_passes():
     decode_logits, chunk_logits = mixed_step(weights, config, [4000], users[:1], chunk, chunk_cache)
     assert_close(chunk_logits, prefill(weights, config, chunk, chunk_alone)[-1])
     assert_close(decode_logits[0], decode_step(weights, config, 4000, alone[0]))
+
+
+def test_decode_attention_split_into_key_blocks_matches_one_block(tiny, monkeypatch):
+    """A long cache splits its keys across the cores (flash-decoding); merging the blocks is exact."""
+    [cache] = users_with_prompts(tiny, [37], spare=2)
+    [twin] = copies([cache])
+    whole = decode_step(tiny.weights, tiny.config, 77, cache)
+    monkeypatch.setattr(M, "MIN_KEYS_PER_BLOCK", 5)
+    monkeypatch.setattr(M, "available_cores", lambda: 3)  # three uneven blocks of 13, 13 and 12 keys
+    assert_close(decode_step(tiny.weights, tiny.config, 77, twin), whole)
