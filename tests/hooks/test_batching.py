@@ -134,3 +134,27 @@ def test_a_projection_without_a_knee_is_an_authoring_mistake_at_its_line(measure
     block = batching_block(measurements, f"kind: batching\nprojections: [{H100}]\n")
     with pytest.raises(Exception, match=r"docs/en/batching.md:3: .*no projected knee"):
         BUILDERS["batching"](block, measurements, strings)
+
+
+def test_the_real_measurement_of_the_tiny_model_gives_a_demo_that_follows_the_schema(tmp_path, strings):
+    """The contract end to end: simulations.batch.measure on the tiny model (peaks from the fake roofline),
+    through the cache, the builder and the prose figures."""
+    from hooks.demos.cache import ResultCache
+    from hooks.demos.measurements import SWEEP_SETTINGS, Measurements
+    from hooks.demos.simulator import NumpySimulator
+    from tests.hooks.conftest import CountingSimulator
+
+    class MeasuringSimulator(CountingSimulator):
+        batch = NumpySimulator.batch
+
+    m = Measurements(MeasuringSimulator(), ResultCache(tmp_path / "cache", memo={}), "code-v1",
+                     SWEEP_SETTINGS["quick"], batch_sizes_for("tiny"))
+    result = m.batch()
+    assert result["schema"] == "prefill-decode-batch/1"
+    assert result["machine"]["ridge"] == pytest.approx(200.0 / 25.0)  # the roofline's peaks, not measured again
+    demo = BUILDERS["batching"](batching_block(m), m, strings)
+    schema = json.loads((REPO / "hooks/demos/batching.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(demo.data["batching"], {**schema, "$ref": "#/$defs/batching"})
+    assert [p["batch"] for p in demo.data["batching"]["points"]] == list(BATCH_SIZES["tiny"].batch_sizes)
+    for name in ("batch.speedup@64", "batch.knee_measured", "batch.stall_ms@chunked", "batch.mixed_ms"):
+        assert figure(m, name).text
