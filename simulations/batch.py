@@ -176,13 +176,15 @@ def chunked_rows(model: LoadedModel, streaming: list[KVCache], context: int, chu
     longest = max(chunk_sizes)
     arriving = user_prompt(model, DISTINCT_PROMPTS, max(1, longest))
     chunk_cache = KVCache.empty(config, max(1, longest))
+
+    def decode_only() -> None:
+        _rewind(streaming, context)
+        decode_batch(weights, config, tokens, streaming)
+
+    decode_ms = _median_ms(decode_only, repeats)  # the same decode pass for every chunk size
     rows = []
     for i, chunk in enumerate(chunk_sizes):
         report(f"chunked prefill: {len(streaming)} decode row(s) + a {chunk}-token chunk", i / len(chunk_sizes))
-
-        def decode_only() -> None:
-            _rewind(streaming, context)
-            decode_batch(weights, config, tokens, streaming)
 
         def chunk_only(chunk=chunk) -> None:
             _rewind([chunk_cache], 0)
@@ -193,9 +195,8 @@ def chunked_rows(model: LoadedModel, streaming: list[KVCache], context: int, chu
             _rewind(streaming, context)
             mixed_step(weights, config, tokens, streaming, arriving[:chunk], chunk_cache)
 
-        decode_ms = _median_ms(decode_only, repeats)
-        if chunk == 0:
-            step_ms, separate_ms = decode_ms, decode_ms
+        if chunk == 0:  # nothing rides along: the step is the decode pass
+            step_ms = separate_ms = decode_ms
         else:
             step_ms = _median_ms(together, repeats)
             separate_ms = decode_ms + _median_ms(chunk_only, repeats)

@@ -7,8 +7,7 @@ single-threaded inside each worker. Mixing the two kinds of threads costs a core
 multi-threaded call, OpenBLAS's own workers busy-wait for the next one (about 0.1 s), so a
 batched pass does all its splitting itself, matrix products included (measured here: a 2048-token
 prefill went from about 8 s to about 6.5 s). threadpoolctl drops whichever BLAS numpy loaded to one
-thread for the parallel section and restores its count after. A single row (decode) never comes
-here: its matrix-vector products keep BLAS's own threads.
+thread for the parallel section and restores its count after.
 
 A whole pass of the model runs inside `blas_on_one_thread()`: BLAS is set to one thread once per
 pass (setting it costs a few microseconds, and a pass has hundreds of parallel sections), and
@@ -64,11 +63,15 @@ def blas_on_one_thread() -> Iterator[None]:
             _single_threaded.depth = depth
 
 
+def usable_cores() -> int:
+    """Cores a parallel section started here can use: one on a worker thread (the others are busy)."""
+    return 1 if threading.current_thread().name.startswith(_WORKER_NAME) else available_cores()
+
+
 def for_each(work: Callable[[int], None], items: Iterable[int]) -> None:
     """Call work(item) for every item, in parallel when it pays; work must touch disjoint data."""
     items = list(items)
-    on_a_worker = threading.current_thread().name.startswith(_WORKER_NAME)  # nested: the cores are busy already
-    pool = _pool(os.getpid()) if len(items) > 1 and not on_a_worker else None
+    pool = _pool(os.getpid()) if len(items) > 1 and usable_cores() > 1 else None
     if pool is None:
         for item in items:
             work(item)
@@ -88,9 +91,9 @@ def for_row_blocks(work: Callable[[slice], None], n_rows: int) -> None:
     """Call work(rows) for one block of rows per core (slices covering 0..n_rows).
 
     Fewer than 2 * MIN_ROWS_PER_BLOCK rows stay one block: splitting a small matrix costs more than
-    it saves, and a single row (decode) keeps BLAS's own threads for its matrix-vector products.
+    it saves (the model splits such a product's weight matrix instead, `for_weight_blocks`).
     """
-    blocks = max(1, min(available_cores(), n_rows // MIN_ROWS_PER_BLOCK))
+    blocks = max(1, min(usable_cores(), n_rows // MIN_ROWS_PER_BLOCK))
     step = -(-n_rows // blocks)
     for_each(lambda start: work(slice(start, start + step)), range(0, n_rows, step))
 
@@ -101,6 +104,6 @@ def for_weight_blocks(work: Callable[[slice], None], n_weight_rows: int) -> None
     For a product with few token rows (decode): each core reads its own share of the weights once,
     so together they stream the matrix at the machine's bandwidth.
     """
-    blocks = max(1, min(available_cores(), n_weight_rows // MIN_WEIGHT_ROWS_PER_BLOCK))
+    blocks = max(1, min(usable_cores(), n_weight_rows // MIN_WEIGHT_ROWS_PER_BLOCK))
     step = -(-n_weight_rows // blocks)
     for_each(lambda start: work(slice(start, start + step)), range(0, n_weight_rows, step))

@@ -298,5 +298,5 @@ def test_decode_attention_split_into_key_blocks_matches_one_block(tiny, monkeypa
     [twin] = copies([cache])
     whole = decode_step(tiny.weights, tiny.config, 77, cache)
     monkeypatch.setattr(M, "MIN_KEYS_PER_BLOCK", 5)
-    monkeypatch.setattr(M, "available_cores", lambda: 3)  # three uneven blocks of 13, 13 and 12 keys
+    monkeypatch.setattr(M, "usable_cores", lambda: 3)  # three uneven blocks of 13, 13 and 12 keys
     assert_close(decode_step(tiny.weights, tiny.config, 77, twin), whole)
