@@ -74,8 +74,8 @@ def figure(key: str, arg: str | None, result: dict[str, Any], lang: str) -> Figu
                                         else float("inf"), knee_text(result, lang), "measured"),
         "knee_found": lambda: number(0 if knee["measured_batch"] is None else 1, fmt.count),
         "knee_predicted": lambda: number(knee["predicted_batch"], fmt.count),
-        "kv_mb_per_user": lambda: number(result["kv_bytes_per_user"], fmt.megabytes),
-        "weight_mb": lambda: number(rows[0]["weight_bytes"], fmt.megabytes),
+        "kv_mb_per_user": lambda: number(result["kv_bytes_per_user"], fmt.nbytes),  # a tiny model's is KB
+        "weight_mb": lambda: number(rows[0]["weight_bytes"], fmt.nbytes),
         "kv_users_to_match_weights": lambda: number(kv_users_to_match_weights(result), fmt.count),
         "prompt_tokens": lambda: number(two["prompt_tokens"], fmt.count),
         "chunk_tokens": lambda: number(two["chunk_tokens"], fmt.count),
