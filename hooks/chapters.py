@@ -10,7 +10,7 @@ from pathlib import Path
 from hooks.markdown_blocks import without_fences
 
 # Fixed slugs, the same in every language; the order is the reading order.
-CHAPTER_SLUGS: tuple[str, ...] = ("two-phases", "prefill", "decode", "ttft-tps", "bottleneck", "summary")
+CHAPTER_SLUGS: tuple[str, ...] = ("two-phases", "prefill", "decode", "ttft-tps", "bottleneck", "batching", "summary")
 PAGE_SLUGS: tuple[str, ...] = ("index", *CHAPTER_SLUGS)
 # Appendices follow the chapters in the navigation, without a number. They are reference material a reader
 # consults (generated tables of published measurements), not part of the reading path, so the landing page's

@@ -17,7 +17,7 @@ import yaml
 from hooks.authoring import AuthoringMistake
 from hooks.markdown_blocks import demo_fences
 
-KINDS: tuple[str, ...] = ("conversation", "prefill", "decode", "timeline", "roofline", "recap", "device")
+KINDS: tuple[str, ...] = ("conversation", "prefill", "decode", "timeline", "roofline", "recap", "device", "batching")
 # Kinds that record a prompt (and so need one).
 RECORDING_KINDS: frozenset[str] = frozenset({"conversation", "prefill", "decode"})
 
@@ -31,7 +31,8 @@ KIND_OPTIONS: dict[str, tuple[str, ...]] = {
     "timeline": ("prompt", "prompt_lengths", "projections"),
     "roofline": ("prompt", "projections"),
     "recap": ("prompt", "prompt_lengths"),
-    "device": ("prompt",),  # measured in the reader's browser, on a press; nothing recorded here
+    "device": ("prompt",),
+    "batching": ("prompt", "projections"),  # measured on synthetic caches; `projections`: the knees shown  # measured in the reader's browser, on a press; nothing recorded here
 }
 DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {"conversation": 64, "prefill": 1, "decode": 32}
 MAX_NEW_TOKENS_RANGE = (1, 256)

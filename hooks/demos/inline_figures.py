@@ -43,6 +43,15 @@ GLOBAL_NAMES: dict[str, str] = {
     "roofline.prefill.gflops": "", "roofline.decode.gbps": "",
     "proj.ttft_ms": f"{PID}/N", "proj.decode_ms": f"{PID}/N", "proj.tps": f"{PID}/N", "proj.kv_mb": f"{PID}/N",
     "proj.kv_share": f"{PID}/N", "proj.tps_drop_pct": PID, "proj.prefill_crossover_tokens": PID,
+    "proj.knee": PID, "proj.kv_users": f"{PID}/N",
+    "batch.context_tokens": "", "batch.max_batch": "", "batch.bytes_per_weight": "", "batch.ridge": "",
+    "batch.step_ms": "B", "batch.tps": "B", "batch.ms_per_token": "B", "batch.speedup": "B",
+    "batch.step_growth": "B", "batch.intensity": "B", "batch.compute_util": "B", "batch.bandwidth_util": "B",
+    "batch.knee_measured": "", "batch.knee_found": "", "batch.knee_predicted": "",
+    "batch.kv_mb_per_user": "", "batch.weight_mb": "", "batch.kv_users_to_match_weights": "",
+    "batch.prompt_tokens": "", "batch.chunk_tokens": "", "batch.stall_ms": "unchunked|chunked",
+    "batch.ttft_ms": "unchunked|chunked", "batch.stall_reduction": "", "batch.decode_rows": "",
+    "batch.mixed_ms": "", "batch.separate_ms": "",
     "pub.published_tps": "ID", "pub.bound_tps": "ID", "pub.fraction": "ID", "pub.source": "ID",
 }
 PAGE_NAMES: dict[str, str] = {
@@ -114,7 +123,8 @@ def figure_sources(measurements: Any) -> Callable[[], dict[str, Any]]:
     m = measurements
     return lambda: {"sweep": m.sweep, "roofline": m.roofline, "projections": m.projections,
                     "model": m.simulator.model_summary, "machine": lambda: m.sweep()["machine"],
-                    "counts": m.simulator.expected_counts, "max_context": lambda: m.simulator.max_context}
+                    "counts": m.simulator.expected_counts, "max_context": lambda: m.simulator.max_context,
+                    "batch": m.batch}
 
 
 class FigureResolver:
@@ -226,7 +236,16 @@ class FigureResolver:
             return self._number(values[f"{key}ization"], fmt.percent)
         return self._unit(values[key], {"intensity": "FLOP/byte", "gflops": "GFLOP/s", "gbps": "GB/s"}[key])
 
+    def _batch(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
+        from hooks.demos import batch_figures
+
+        return batch_figures.figure(key, arg, g["batch"](), self.lang)
+
     def _proj(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
+        if key == "knee":
+            from hooks.demos import batch_figures
+
+            return batch_figures.projected_knee(arg, g["batch"](), self.lang)
         projections = g["projections"]()
         pid, length = arg, None
         if GLOBAL_NAMES[f"proj.{key}"] != PID:  # MODEL/DEVICE/DTYPE/N
@@ -248,10 +267,12 @@ class FigureResolver:
             raise LookupError(f"no projection of {pid} at {length!r} tokens (known: "
                               f"{', '.join(str(r['prompt_tokens']) for r in rows)})")
         kv_bytes = row["kv_bytes_per_token"] * row["prompt_tokens"]
-        if key == "kv_share":
+        if key in ("kv_share", "kv_users"):
             memory = projections.get("devices", {}).get(row["device"], {}).get("memory_bytes")
             if not memory:
                 raise LookupError(f"device {row['device']} has no memory size in the projections data")
+            if key == "kv_users":  # how many users' caches of this length fit in the memory the weights leave
+                return self._number(max(0, int((memory - row["weight_bytes"]) // kv_bytes)), fmt.count, "projected")
             return self._number(kv_bytes / memory, fmt.percent, "projected")
         value, show = {"ttft_ms": (row["ttft_ms"], fmt.ms), "decode_ms": (row["decode_ms_per_token"], fmt.ms),
                        "tps": (row["tps"], fmt.tps), "kv_mb": (kv_bytes, fmt.megabytes)}[key]

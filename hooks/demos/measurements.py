@@ -42,6 +42,29 @@ SWEEP_SETTINGS = {
 }
 
 
+@dataclass(frozen=True)
+class BatchSizes:
+    """What the batching chapter measures: batch sizes, each user's cache length, prompt chunks, the
+    arriving user's prompt. The batch sizes are the same for every model (figure names like
+    batch.speedup@64 stay valid); the tiny test model gets short contexts so tests stay fast."""
+
+    batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+    context_tokens: int = 512
+    chunk_sizes: tuple[int, ...] = (0, 64, 128, 256, 512)
+    two_users_prompt_tokens: int = 2048
+    two_users_chunk_tokens: int = 256  # one of chunk_sizes: the chapter compares its mixed step with two passes
+
+
+BATCH_SIZES = {"default": BatchSizes(),
+               "tiny": BatchSizes(context_tokens=64, chunk_sizes=(0, 16, 32, 64), two_users_prompt_tokens=256,
+                                  two_users_chunk_tokens=32)}
+
+
+def batch_sizes_for(model: str | None) -> BatchSizes:
+    """The batching chapter's sizes for a PD_MODEL value (None: the default model)."""
+    return BATCH_SIZES["tiny" if model == "tiny" else "default"]
+
+
 def sweep_settings() -> SweepSettings:
     name = os.environ.get("PD_SWEEP", "full")
     if name not in SWEEP_SETTINGS:
@@ -68,11 +91,12 @@ class Measurements:
     """Cached access to every simulation result, keyed by inputs, simulation code and model."""
 
     def __init__(self, simulator: NumpySimulator, cache: ResultCache, code_hash: str,
-                 settings: SweepSettings | None = None) -> None:
+                 settings: SweepSettings | None = None, batch_sizes: BatchSizes | None = None) -> None:
         self.simulator = simulator
         self.cache = cache
         self.code_hash = code_hash
         self.settings = settings or sweep_settings()
+        self.batch_sizes = batch_sizes or BatchSizes()
 
     def _cached(self, what: str, label: str, compute: Any, *, model: bool = True, **inputs: Any) -> Any:
         """The result of `compute`, keyed by what it is, its inputs, the simulation code and (unless it does
@@ -111,6 +135,23 @@ class Measurements:
                                             peak_repeats=s.peak_repeats, decode_steps=s.decode_steps,
                                             progress=progress_logger("roofline")),
             prompt_tokens=REFERENCE_PROMPT_TOKENS, settings=asdict(s))
+
+    def batch(self) -> dict[str, Any]:
+        """Batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/1).
+        The machine's peaks are the roofline's, so the batching chapter's ridge point is the bottleneck's."""
+        s, sizes = self.settings, self.batch_sizes
+        machine = self.roofline()["machine"]
+        peaks = {"peak_gflops": machine["peak_gflops"], "peak_gbps": machine["peak_gbps"]}
+        label = (f"batched decode at B = {list(sizes.batch_sizes)}, chunked prefill ({s.name}) "
+                 f"on {self.simulator.model_name}")
+        return self._cached(
+            "batch", label,
+            lambda: self.simulator.batch(
+                batch_sizes=list(sizes.batch_sizes), context_tokens=sizes.context_tokens,
+                chunk_sizes=list(sizes.chunk_sizes), two_users_prompt_tokens=sizes.two_users_prompt_tokens,
+                two_users_chunk_tokens=sizes.two_users_chunk_tokens, repeats=s.repeats, peaks=peaks,
+                progress=progress_logger("batch")),
+            **asdict(sizes), repeats=s.repeats, peaks=peaks)
 
     def projections(self, prompt_lengths: tuple[int, ...] | list[int] = DEFAULT_PROMPT_LENGTHS) -> dict[str, Any]:
         lengths = list(prompt_lengths)

@@ -95,3 +95,14 @@ class NumpySimulator:
         from simulations.projections import project
 
         return project(prompt_lengths=tuple(prompt_lengths))
+
+    def batch(self, *, batch_sizes: list[int], context_tokens: int, chunk_sizes: list[int],
+              two_users_prompt_tokens: int, two_users_chunk_tokens: int, repeats: int, peaks: dict[str, float],
+              progress: Progress | None) -> dict[str, Any]:
+        """Batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/1)."""
+        from simulations.batch import measure
+
+        return measure(self.model, batch_sizes=tuple(batch_sizes), context_tokens=context_tokens,
+                       chunk_sizes=tuple(chunk_sizes), two_users_prompt_tokens=two_users_prompt_tokens,
+                       two_users_chunk_tokens=two_users_chunk_tokens, repeats=repeats, peaks=peaks,
+                       progress=progress)

@@ -28,7 +28,7 @@ from hooks.demos.blocks import BlockSource, DemoBlock, Limits
 from hooks.demos.builders import BUILDERS
 from hooks.demos.builders.common import measured_source
 from hooks.demos.cache import ResultCache, source_hash
-from hooks.demos.measurements import Measurements, sweep_settings
+from hooks.demos.measurements import Measurements, batch_sizes_for, sweep_settings
 from hooks.demos.simulator import NumpySimulator, model_spec, simulations_dir
 from hooks.demos.strings import Strings, load_strings, readable_strings, shown_path
 from hooks.markdown_blocks import demo_fences
@@ -57,8 +57,9 @@ def _simulation_code_hash() -> str:
 
 def default_measurements(project_dir: Path) -> Measurements:
     """Measurements for the model named by PD_MODEL and the sweep size named by PD_SWEEP."""
-    return Measurements(_simulator(model_spec()), ResultCache(project_dir / CACHE_DIR), _simulation_code_hash(),
-                        sweep_settings())
+    spec = model_spec()
+    return Measurements(_simulator(spec), ResultCache(project_dir / CACHE_DIR), _simulation_code_hash(),
+                        sweep_settings(), batch_sizes_for(spec))
 
 
 @dataclass

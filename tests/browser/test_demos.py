@@ -11,7 +11,8 @@ pytestmark = pytest.mark.browser
 
 LANGS = ["", "en/"]  # Chinese at /, English at /en/
 PAGE_OF_KIND = {"conversation": "two-phases/", "prefill": "prefill/", "decode": "decode/",
-                "timeline": "ttft-tps/", "roofline": "bottleneck/", "recap": "summary/"}
+                "timeline": "ttft-tps/", "roofline": "bottleneck/", "recap": "summary/",
+                "batching": "batching/"}
 PLAYER_KINDS = ["conversation", "prefill", "decode"]
 CHART_KINDS = ["prefill", "decode", "timeline", "roofline", "recap"]
 FAST = "?pd-speed=400"  # the player's test hook: 400× the recorded clock

@@ -17,11 +17,12 @@ DEFINED_IN = {
     "zh": {"提示词": "two-phases", "Prompt": "two-phases", "Token": "two-phases", "Prefill": "two-phases", "预填充": "two-phases", "Decode": "two-phases",
            "解码": "two-phases", "自回归": "decode", "KV Cache": "prefill", "TTFT": "ttft-tps", "TPS": "ttft-tps",
            "首 token 延迟": "ttft-tps", "算术强度": "bottleneck", "计算密集型": "bottleneck",
-           "内存密集型": "bottleneck", "算力": "bottleneck", "带宽": "bottleneck", "ANE": "bottleneck"},
+           "内存密集型": "bottleneck", "算力": "bottleneck", "带宽": "bottleneck", "ANE": "bottleneck",
+           "批处理": "batching", "分块 Prefill": "batching"},
     "en": {"Prompt": "two-phases", "Token": "two-phases", "Prefill": "two-phases", "Decode": "two-phases", "Autoregressive": "decode",
            "KV cache": "prefill", "TTFT": "ttft-tps", "TPS": "ttft-tps", "Time to first token": "ttft-tps",
            "Arithmetic intensity": "bottleneck", "Compute-bound": "bottleneck", "memory-bound": "bottleneck",
-           "ANE": "bottleneck"},
+           "ANE": "bottleneck", "Batching": "batching", "Chunked prefill": "batching"},
 }
 
 

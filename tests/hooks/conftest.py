@@ -41,6 +41,12 @@ class CountingSimulator(NumpySimulator):
             "machine": {"cpu": "Test CPU", "cores": 2, "date": "2026-01-02"},
         }
 
+    def batch(self, *, batch_sizes: list[int], context_tokens: int, chunk_sizes: list[int],
+              two_users_prompt_tokens: int, two_users_chunk_tokens: int, **_: Any) -> dict[str, Any]:
+        self.calls.append("batch")
+        return fake_batch(batch_sizes=batch_sizes, context_tokens=context_tokens, chunk_sizes=chunk_sizes,
+                          two_users_prompt_tokens=two_users_prompt_tokens, two_users_chunk_tokens=two_users_chunk_tokens)
+
     def roofline(self, *, prompt_tokens: int, **_: Any) -> dict[str, Any]:
         self.calls.append("roofline")
 
@@ -55,6 +61,44 @@ class CountingSimulator(NumpySimulator):
         return {"machine": {"cpu": "Test CPU", "cores": 2, "date": "2026-01-02", "peak_gflops": 200.0,
                             "peak_gbps": 25.0},
                 "prompt_tokens": prompt_tokens, "prefill": point("prefill"), "decode": point("decode"), "points": points}
+
+
+def fake_batch(*, batch_sizes: list[int], context_tokens: int, chunk_sizes: list[int],
+               two_users_prompt_tokens: int, two_users_chunk_tokens: int) -> dict[str, Any]:
+    """A hand-made result of the batch measurement's contract ("prefill-decode-batch/1"): flat step time
+    up to B = 8, then growing with B (a knee at 16), and a stall that chunking cuts."""
+    peak_flops, bandwidth, weight_bytes, kv_per_user = 200e9, 25e9, 500e6, 12e6
+    rows = []
+    for b in batch_sizes:
+        step_ms = 20.0 * max(1.0, b / 8)
+        flops, nbytes = 2 * 125e6 * b, weight_bytes + b * kv_per_user
+        rows.append({"batch": b, "step_ms": step_ms, "tokens_per_s": 1000 * b / step_ms, "ms_per_token": step_ms,
+                     "flops": flops, "bytes": nbytes, "intensity": flops / nbytes, "weight_bytes": weight_bytes,
+                     "kv_bytes": b * kv_per_user, "compute_utilization": flops / (step_ms / 1000) / peak_flops,
+                     "bandwidth_utilization": min(1.0, nbytes / (step_ms / 1000) / bandwidth)})
+    chunk = two_users_chunk_tokens
+
+    def events(stall: float, chunked: bool) -> list[dict[str, Any]]:
+        found = [{"user": "streaming", "t_ms": -20.0, "what": "token"}]
+        found += [{"user": "arriving", "t_ms": t, "what": "prefill"} for t in ((5.0, 30.0, 55.0) if chunked else (5.0,))]
+        found += [{"user": "streaming", "t_ms": 25.0 * k if chunked else stall + 25.0 * (k - 1), "what": "token"}
+                  for k in range(1, 5)]
+        found.append({"user": "arriving", "t_ms": 80.0 if chunked else stall, "what": "token"})
+        return found
+
+    return {
+        "schema": "prefill-decode-batch/1", "model": "tiny-random", "context_tokens": context_tokens,
+        "machine": {"peak_flops": peak_flops, "bandwidth": bandwidth, "ridge": peak_flops / bandwidth},
+        "batch_sizes": rows, "kv_bytes_per_user": kv_per_user,
+        "knee": {"measured_batch": 16 if 16 in batch_sizes else None, "predicted_batch": 16.0, "bytes_per_weight": 4},
+        "projected_knees": [{"id": "llama-3.1-8b/h100-sxm/fp16", "model": "llama-3.1-8b", "device": "h100-sxm",
+                             "dtype": "fp16", "predicted_batch": 295.2}],
+        "chunked": [{"decode_rows": 4, "chunk_tokens": c, "step_ms": 20.0 + c / 10, "separate_ms": 20.0 + c / 10 + (18 if c else 0)}
+                    for c in chunk_sizes],
+        "two_users": {"prompt_tokens": two_users_prompt_tokens, "chunk_tokens": chunk,
+                      "unchunked": {"stall_ms": 400.0, "ttft_ms": 400.0, "events": events(400.0, False)},
+                      "chunked": {"stall_ms": 30.0, "ttft_ms": 80.0, "events": events(400.0, True)}},
+    }
 
 
 @pytest.fixture

@@ -39,10 +39,26 @@ def test_strict_build_has_no_warnings(site_build):
     assert warnings == []
 
 
-def test_all_sixteen_pages_exist_at_their_urls(built_site):
+def test_every_page_of_both_languages_exists_at_its_url(built_site):
     missing = [str(path) for _, _, path in all_pages(built_site) if not path.exists()]
     assert missing == []
-    assert len(all_pages(built_site)) == 16
+    assert len(all_pages(built_site)) == 18  # the landing page, seven chapters and one appendix, twice
+
+
+def test_the_batching_chapter_comes_after_the_bottlenecks_and_the_summary_closes_the_chapters():
+    assert CHAPTER_SLUGS[-3:] == ("bottleneck", "batching", "summary")
+
+
+@pytest.mark.parametrize("lang", LANGUAGE_PREFIXES)
+def test_the_batching_chapter_is_built_strict_with_its_demo_wired_to_its_json(built_site, lang):
+    html = page_file(built_site, lang, "batching").read_text(encoding="utf-8")
+    match = re.search(r'data-pd-demo="batching" data-pd-trace="([^"]+)"', html)
+    assert match, "no batching demo in the page"
+    data = json.loads((page_file(built_site, lang, "batching").parent / match.group(1)).read_text(encoding="utf-8"))
+    assert data["kind"] == "batching" and data["lang"] == lang and data["batching"]["points"]
+    assert "{{" not in html and "{%" not in html  # every figure filled in, every claim resolved
+    summary = page_file(built_site, lang, "summary").read_text(encoding="utf-8")
+    assert 'href="../batching/"' in summary  # the summary's card about batching
 
 
 @pytest.mark.parametrize("lang", LANGUAGE_PREFIXES)

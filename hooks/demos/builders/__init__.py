@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hooks.demos.blocks import DemoBlock
-from hooks.demos.builders import conversation, decode, device, prefill, recap, roofline, timeline
+from hooks.demos.builders import batching, conversation, decode, device, prefill, recap, roofline, timeline
 from hooks.demos.builders.common import Demo
 from hooks.demos.measurements import Measurements
 from hooks.demos.strings import Strings
@@ -18,4 +18,4 @@ from hooks.demos.strings import Strings
 Builder = Callable[[DemoBlock, Measurements, Strings], Demo]
 
 BUILDERS: dict[str, Builder] = {module.__name__.rsplit(".", 1)[1]: module.build for module in (
-    conversation, prefill, decode, timeline, roofline, recap, device)}
+    conversation, prefill, decode, timeline, roofline, recap, batching, device)}
