@@ -30,10 +30,8 @@ import numpy as np
 from . import parallel
 from .config import FLOAT32_BYTES, ModelConfig
 from .parallel import (
-    blas_on_one_thread,
     for_each,
     for_row_blocks,
-    for_weight_blocks,
     usable_cores,
 )
 
@@ -42,7 +40,6 @@ F32 = np.float32
 # 4096-token prompt never materialises a (heads x 4096 x 4096) matrix.
 ATTENTION_BLOCK_BYTES = 4 * 2**20  # measured best here: the score block stays in L2/L3 between passes
 MAX_QUERY_BLOCK = 256  # smaller blocks waste less of the masked upper triangle
-MIN_KEYS_PER_BLOCK = 256  # a decode step splits its keys across cores only when each core gets this many
 
 
 @dataclass
@@ -148,20 +145,17 @@ def linear(
     x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, observer: Observer = NO_OBSERVER
 ) -> np.ndarray:
     """y = x @ W.T (+ b). Many rows (prefill) split into one block of token rows per core; a few rows
-    (decode, a batch of decode rows) split W's rows instead, so each core reads its share of the
-    weights once and together they stream W at the machine's bandwidth."""
+    (decode, a batch of decode rows) go to BLAS whole, on its own threads, in the order that streams W
+    once (W @ x.T: for a few rows BLAS runs it about twice as fast as x @ W.T, measured here)."""
     observer.matmul(x, w, b)
     w = w.view(np.ndarray)  # a memory-mapped file's slices would run np.memmap's Python hook each time
     if x.shape[0] >= 2 * parallel.MIN_ROWS_PER_BLOCK:  # read at call time: tests change it
         y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
         for_row_blocks(lambda rows: np.matmul(x[rows], w.T, out=y[rows]), x.shape[0])
     elif x.shape[0] == 1:  # matrix-vector order streams W once
-        y = np.empty((1, w.shape[0]), dtype=F32)
-        for_weight_blocks(lambda part: np.matmul(w[part], x[0], out=y[0, part]), w.shape[0])
-    else:  # W @ x.T: for a few rows BLAS runs this order about twice as fast as x @ W.T (measured here)
-        y_t = np.empty((w.shape[0], x.shape[0]), dtype=F32)
-        for_weight_blocks(lambda part: np.matmul(w[part], x.T, out=y_t[part]), w.shape[0])
-        y = np.ascontiguousarray(y_t.T)
+        y = (w @ x[0])[None, :]
+    else:
+        y = np.ascontiguousarray((w @ x.T).T)
     if b is not None:
         y += b
     return y
@@ -250,8 +244,6 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, observer: Observer = 
     q: (Tq, heads, hd); k, v: (kv_heads, Lk, hd). Returns (Tq, heads * hd).
     """
     observer.attention(q, k, v)
-    if q.shape[0] == 1:
-        return decode_attention(q, k, v)
     tq, n_heads, hd = q.shape
     n_kv, lk, _ = k.shape
     rep = n_heads // n_kv  # query heads per KV head; head h reads KV head h // rep
@@ -272,48 +264,6 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, observer: Observer = 
 
     for_each(query_block, range(0, tq, chunk))  # blocks are independent: all cores share them
     return out.transpose(2, 0, 1, 3).reshape(tq, n_heads * hd)
-
-
-def decode_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """One query per head (a decode step) over all Lk keys; the same result as attention().
-
-    Each KV head's keys are read once for all the query heads that share it (GQA): K (Lk, hd) times
-    the group's queries (hd, rep) is one matrix product, never a copy of K per query head. A long
-    cache splits its keys into one block per core (as flash-decoding does on GPUs): each block
-    keeps its own softmax maximum and sum, and the blocks are merged exactly at the end.
-    q: (1, heads, hd); k, v: (kv_heads, Lk, hd). Returns (1, heads * hd).
-    """
-    _, n_heads, hd = q.shape
-    n_kv, lk, _ = k.shape
-    rep = n_heads // n_kv
-    grouped = (q[0] * F32(1.0 / np.sqrt(hd))).reshape(n_kv, rep, hd).transpose(0, 2, 1)  # (kv_heads, hd, rep)
-    n_blocks = max(1, min(usable_cores(), lk // MIN_KEYS_PER_BLOCK))
-    if n_blocks == 1:  # the short path (a batch's users arrive here on a worker thread, one by one)
-        scores = np.matmul(k, grouped)  # (kv_heads, Lk, rep)
-        scores -= scores.max(axis=1, keepdims=True)
-        weights = np.exp(scores, out=scores)  # unnormalised softmax, in place
-        out = np.matmul(weights.transpose(0, 2, 1), v)  # (kv_heads, rep, hd)
-        out /= weights.sum(axis=1)[:, :, None]  # (w @ v) / sum(w) = softmax(scores) @ v
-        return out.reshape(1, n_heads * hd)
-    step = -(-lk // n_blocks)
-    maxima = np.empty((n_blocks, n_kv, 1, rep), dtype=F32)
-    sums = np.empty((n_blocks, n_kv, 1, rep), dtype=F32)
-    mixed = np.empty((n_blocks, n_kv, rep, hd), dtype=F32)
-
-    def key_block(i: int) -> None:
-        keys = slice(i * step, min(lk, (i + 1) * step))
-        scores = np.matmul(k[:, keys], grouped)  # (kv_heads, keys, rep)
-        maxima[i] = scores.max(axis=1, keepdims=True)
-        scores -= maxima[i]
-        weights = np.exp(scores, out=scores)
-        sums[i] = weights.sum(axis=1, keepdims=True)
-        np.matmul(weights.transpose(0, 2, 1), v[:, keys], out=mixed[i])  # (kv_heads, rep, hd)
-
-    for_each(key_block, range(n_blocks))
-    # rescale every block to the common maximum, then normalise once
-    scale = np.exp(maxima - maxima.max(axis=0))  # (blocks, kv_heads, 1, rep)
-    out = (mixed * scale.transpose(0, 1, 3, 2)).sum(axis=0) / (sums * scale).sum(axis=0).transpose(0, 2, 1)
-    return out.reshape(1, n_heads * hd)
 
 
 def mlp(x: np.ndarray, layer: LayerWeights, observer: Observer = NO_OBSERVER) -> np.ndarray:
@@ -405,15 +355,14 @@ def forward(
     rotary = rope_angles(positions, config.head_dim, config.rope_theta)
     x = embed(weights.token_embedding, np.concatenate(token_ids))
     sequences = list(zip(spans, caches, strict=True))
-    with blas_on_one_thread():  # the pass splits its own work across the cores (parallel.py)
-        for index, layer in enumerate(weights.layers):
-            x = transformer_block(x, layer, config, rotary, sequences, index, observer)
-        for ids, cache in zip(token_ids, caches, strict=True):
-            if cache is not None:
-                cache.advance(len(ids))
-        if not all_logits:
-            x = x[[span.stop - 1 for span in spans]]
-        return lm_head(rms_norm(x, weights.final_norm, config.rms_eps), weights.lm_head, observer)
+    for index, layer in enumerate(weights.layers):
+        x = transformer_block(x, layer, config, rotary, sequences, index, observer)
+    for ids, cache in zip(token_ids, caches, strict=True):
+        if cache is not None:
+            cache.advance(len(ids))
+    if not all_logits:
+        x = x[[span.stop - 1 for span in spans]]
+    return lm_head(rms_norm(x, weights.final_norm, config.rms_eps), weights.lm_head, observer)
 
 
 # --- the three ways to run one sequence ------------------------------------------------------

@@ -292,16 +292,6 @@ def test_real_model_batched_decode_and_mixed_step_match_separate_passes():
     assert_close(decode_logits[0], decode_step(weights, config, 4000, alone[0]))
 
 
-def test_decode_attention_split_into_key_blocks_matches_one_block(tiny, monkeypatch):
-    """A long cache splits its keys across the cores (flash-decoding); merging the blocks is exact."""
-    [cache] = users_with_prompts(tiny, [37], spare=2)
-    [twin] = copies([cache])
-    whole = decode_step(tiny.weights, tiny.config, 77, cache)
-    monkeypatch.setattr(M, "MIN_KEYS_PER_BLOCK", 5)
-    monkeypatch.setattr(M, "usable_cores", lambda: 3)  # three uneven blocks of 13, 13 and 12 keys
-    assert_close(decode_step(tiny.weights, tiny.config, 77, twin), whole)
-
-
 def test_an_observer_sees_every_users_attention_in_order_on_the_calling_thread(tiny):
     """Observers need no locks: a batch's users are reported one after another, where the pass was called."""
     import threading
