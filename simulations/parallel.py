@@ -9,14 +9,11 @@ batched pass does all its splitting itself, matrix products included (measured h
 prefill went from about 8 s to about 6.5 s). threadpoolctl drops whichever BLAS numpy loaded to one
 thread for the parallel section and restores its count after.
 
-A whole pass of the model runs inside `blas_on_one_thread()`: BLAS is set to one thread once per
-pass (setting it costs a few microseconds, and a pass has hundreds of parallel sections), and
-every product is split by the model itself — by rows of tokens when there are many
-(`for_row_blocks`), by rows of the weight matrix when there are few (`for_weight_blocks`: each core
-reads its share of the weights once, which is all a decode step does). OpenBLAS's own threads never
-start, so none of them spin on a core another thread needs (measured here while the machine was
-shared: the weights' matrix-vector products took 2-3 times longer with OpenBLAS's threads than with
-one thread).
+A single row (decode) or a few (a batch of decode rows) never split here: their products go to
+BLAS whole and keep its own threads (measured here on a quiet machine: splitting a decode step's
+weights over Python threads with one-thread BLAS took 62 ms at a 512-token context, BLAS's own
+threads 27-37 ms). On a busy machine OpenBLAS's spinning threads can cost more; the benchmarks are
+read on a quiet one.
 """
 
 from __future__ import annotations
@@ -34,7 +31,6 @@ from threadpoolctl import ThreadpoolController
 from .machine import available_cores
 
 MIN_ROWS_PER_BLOCK = 64
-MIN_WEIGHT_ROWS_PER_BLOCK = 256  # a weight block smaller than this (256 x 576 floats) is not worth a thread
 _WORKER_NAME = "pd-blocks"
 _single_threaded = threading.local()  # .depth > 0 inside blas_on_one_thread(), on the thread that entered it
 
@@ -96,14 +92,3 @@ def for_row_blocks(work: Callable[[slice], None], n_rows: int) -> None:
     blocks = max(1, min(usable_cores(), n_rows // MIN_ROWS_PER_BLOCK))
     step = -(-n_rows // blocks)
     for_each(lambda start: work(slice(start, start + step)), range(0, n_rows, step))
-
-
-def for_weight_blocks(work: Callable[[slice], None], n_weight_rows: int) -> None:
-    """Call work(rows) for one block of a weight matrix's rows (output features) per core.
-
-    For a product with few token rows (decode): each core reads its own share of the weights once,
-    so together they stream the matrix at the machine's bandwidth.
-    """
-    blocks = max(1, min(usable_cores(), n_weight_rows // MIN_WEIGHT_ROWS_PER_BLOCK))
-    step = -(-n_weight_rows // blocks)
-    for_each(lambda start: work(slice(start, start + step)), range(0, n_weight_rows, step))
