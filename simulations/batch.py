@@ -28,7 +28,6 @@ one by one would cost a minute.
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -38,6 +37,7 @@ import numpy as np
 from .cost import batch_cost, kv_bytes_per_token
 from .loader import LoadedModel
 from .model import KVCache, decode_batch, decode_step, mixed_step, prefill
+from .roofline import median_seconds
 from .sweep import PASSAGE
 
 SCHEMA = "prefill-decode-batch/1"
@@ -51,16 +51,8 @@ DECODE_STEPS_AFTER_FIRST_TOKEN = 3  # steps shown once both users stream
 Progress = Callable[[str, float | None], None] | None
 
 
-def _median_ms(run: Callable[[], object], repeats: int, warmup: int = 1) -> float:
-    """Median wall time of `run()` in ms, after `warmup` untimed calls."""
-    for _ in range(warmup):
-        run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
+def _median_ms(run: Callable[[], object], repeats: int) -> float:
+    return 1000 * median_seconds(run, repeats)
 
 
 def user_prompt(model: LoadedModel, user: int, n_tokens: int) -> np.ndarray:

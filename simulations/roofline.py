@@ -29,7 +29,7 @@ GEMM_SIZE = 2048  # 2048³ float32: 17 GFLOP, large enough to reach BLAS peak, s
 STREAM_BYTES = 256 * 2**20  # 256 MiB per array: 8× a 32 MiB last-level cache, so every byte comes from DRAM
 
 
-def _median_seconds(run: Callable[[], object], repeats: int, warmup: int = 1) -> float:
+def median_seconds(run: Callable[[], object], repeats: int, warmup: int = 1) -> float:
     """Median wall time of `run()` after `warmup` untimed calls."""
     for _ in range(warmup):
         run()
@@ -47,7 +47,7 @@ def gemm_gflops(repeats: int = 5, n: int = GEMM_SIZE) -> float:
     a = rng.standard_normal((n, n), dtype=np.float32)
     b = rng.standard_normal((n, n), dtype=np.float32)
     out = np.empty((n, n), dtype=np.float32)
-    seconds = _median_seconds(lambda: np.matmul(a, b, out=out), repeats)
+    seconds = median_seconds(lambda: np.matmul(a, b, out=out), repeats)
     return 2.0 * n**3 / seconds / 1e9
 
 
@@ -55,7 +55,7 @@ def copy_gbps(repeats: int = 5, nbytes: int = STREAM_BYTES) -> float:
     """Median large-array copy bandwidth (GB/s), counting the bytes read plus the bytes written."""
     src = np.ones(nbytes // 4, dtype=np.float32)
     dst = np.empty_like(src)
-    seconds = _median_seconds(lambda: np.copyto(dst, src), repeats)
+    seconds = median_seconds(lambda: np.copyto(dst, src), repeats)
     return 2.0 * nbytes / seconds / 1e9
 
 
@@ -65,7 +65,7 @@ def gemv_gbps(repeats: int = 5, nbytes: int = STREAM_BYTES) -> float:
     rng = np.random.default_rng(0)
     matrix = rng.standard_normal((n, n), dtype=np.float32)
     vector = rng.standard_normal(n, dtype=np.float32)
-    seconds = _median_seconds(lambda: matrix @ vector, repeats)
+    seconds = median_seconds(lambda: matrix @ vector, repeats)
     return matrix.nbytes / seconds / 1e9
 
 
