@@ -182,8 +182,9 @@ def play_every_demo(page) -> None:
                                    arg=demo.element_handle(), timeout=240_000)
         elif play.count():
             play.first.click()
-            page.wait_for_function("el => el.dataset.pdState === 'ended'", arg=demo.element_handle(),
-                                   timeout=20_000)
+            # the player's root: the demo itself, or the part of it the player drives (batching's two users)
+            page.wait_for_function("el => (el.dataset.pdState ? el : el.querySelector('[data-pd-state]'))"
+                                   ".dataset.pdState === 'ended'", arg=demo.element_handle(), timeout=20_000)
         for select in demo.locator("select").all():
             for value in [option.get_attribute("value") for option in select.locator("option").all()]:
                 select.select_option(value)
