@@ -60,14 +60,20 @@ def test_prefill_linear_work_grows_with_every_block_matrix_per_token_and_counts_
     assert attention_100 == 4 * m["layers"] * m["heads"] * m["head_dim"] * (100 * 101 // 2)
 
 
-def test_attention_heatmap_holds_one_row_per_decode_step_for_the_player_to_uncover(trace, strings: Strings):
+def test_attention_heatmap_has_one_row_per_decode_step_and_its_cells_travel_once_in_the_steps(
+        trace, strings: Strings, measurements):
     figure = decode.attention(trace, strings, SOURCE)
     decode_steps = [s for s in trace["steps"] if s["phase"] == "decode"]
-    z = figure["data"][0]["z"]
-    assert len(z) == len(decode_steps)  # every row, for the player to reveal
-    for row, step in zip(z, decode_steps, strict=True):
-        weights = [w for w in row if w is not None]
-        assert weights == pytest.approx(step["attention"]["weights"], abs=1e-3)
+    assert figure["data"][0]["z"] == []  # decode.js fills it from the steps' attention
+    assert figure["layout"]["yaxis"]["tickvals"] == list(range(len(decode_steps)))  # every row, for the player
+    block = parse_blocks("```demo\nkind: decode\nprompt: Explain quantum computing in three sentences.\n"
+                         "max_new_tokens: 6\n```\n", "docs/zh/x.md")[0]
+    validate(block, Limits("tiny", 8192, len, measurements.projection_ids()))
+    steps = BUILDERS["decode"](block, measurements, strings).data["steps"]
+    rows = [step["attention"] for step in steps if step["attention"]]
+    assert len(rows) == len(decode_steps)
+    for row, step in zip(rows, decode_steps, strict=True):
+        assert row == pytest.approx(step["attention"]["weights"], abs=1e-3)
     # No frames: the player moves a mask over the rows not decoded yet, hidden until it does.
     assert "frames" not in figure
     [mask] = figure["layout"]["shapes"]

@@ -30,17 +30,17 @@ def position_labels(trace: dict[str, Any], positions: int) -> list[str]:
 def attention(trace: dict[str, Any], strings: Strings, source: str) -> dict[str, Any]:
     """Heatmap: row i = decode step i's attention over every cached position (shorter rows padded).
 
-    It has no frames: the page's player shows the rows decoded so far by moving a mask over the rest
-    (decode.js), which redraws no heatmap per token."""
+    Its cells travel once, as the decode demo's steps' `attention`: decode.js fills z from them. It has
+    no frames: the page's player shows the rows decoded so far by moving a mask over the rest, which
+    redraws no heatmap per token."""
     _, rows = attention_rows(trace)
     if not rows:  # a one-token answer has no decode step
         rows = [[]]
     width = max((len(r) for r in rows), default=0)
-    matrix = [[round(w, 3) for w in r] + [None] * (width - len(r)) for r in rows]
     labels = [strings.format("decode.step_label", n=i + 1) for i in range(len(rows))]
     # zsmooth "fast" paints one pixel per cell and lets the browser scale it (the default paints the
     # whole plot area and encodes it as a PNG on every draw).
-    base = go.Heatmap(z=matrix, x=list(range(max(width, 1))), y=list(range(len(rows))), zsmooth="fast",
+    base = go.Heatmap(z=[], x=list(range(max(width, 1))), y=list(range(len(rows))), zsmooth="fast",
                       colorscale="Viridis", zmin=0, zmax=max((max(r, default=0) for r in rows), default=1) or 1,
                       colorbar={"title": {"text": strings["decode.weight"]}},
                       customdata=[position_labels(trace, width)] * len(rows),

@@ -83,6 +83,13 @@ export function mount(demo, data, { reducedMotion }) {
   const candidates = candidatesView(text);
 
   const figures = data.figures || {};
+  if (figures.attention) {
+    // The heatmap's cells travel once, as the steps' attention: row i is decode step i's, padded.
+    const rows = steps.filter((step) => step.attention).map((step) => step.attention);
+    const width = Math.max(0, ...rows.map((row) => row.length));
+    figures.attention.data[0].z = rows.length
+      ? rows.map((row) => [...row, ...Array(width - row.length).fill(null)]) : [[]];
+  }
   const attention = figures.attention
     ? createChart(figures.attention, text, { reveal: revealRows(figures.attention) }) : null;
   const compare = figures.cache_vs_recompute ? createChart(figures.cache_vs_recompute, text) : null;
