@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_simulations import machine_line, table  # one table and header for every benchmark
+
 BEFORE_BANDWIDTH_SHARE = "0.55-0.60"  # B=1 decode at 512 tokens before issue 13 (the issue's figure)
 LONG_CONTEXTS = (128, 4096)
 
@@ -66,14 +68,6 @@ def checks(batch: dict[str, Any], growth: dict[str, Any], measure_s: float) -> l
     return out
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'check':36} {'measured':>9} {'target':>8} {'margin':>7}  met"]
-    for r in rows:
-        lines.append(f"{r['check']:36} {r['measured']:9.3f} {r['target']:>8} {r['margin']:7.2f}  "
-                     f"{'yes' if r['met'] else 'NO ':3}  {r['note']}".rstrip())
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the full record as JSON")
@@ -99,7 +93,7 @@ def main() -> None:
         print(json.dumps(record, indent=2, ensure_ascii=False))
         return
     m, peaks = record["machine"], batch["machine"]
-    print(f"{m['cpu']} · {m['cores']} cores · numpy {m['numpy']} ({m['blas']}) · {m['date']}")
+    print(machine_line(m))
     print(f"peaks: GEMM {peaks['peak_flops'] / 1e9:.1f} GFLOP/s · bandwidth {peaks['bandwidth'] / 1e9:.1f} GB/s · "
           f"ridge {peaks['ridge']:.2f} FLOP/byte\n")
     print(table(record["checks"]))

@@ -167,11 +167,18 @@ def checks(cold: dict[str, Any], cached: dict[str, Any]) -> list[dict[str, Any]]
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'check':31} {'measured':>10} {'target':>9} {'margin':>7}  met"]
+    """Checks as text: measured, target, margin (>= 1 means met), and each row's note if it has one."""
+    width = max(len("check"), *(len(r["check"]) for r in rows))
+    lines = [f"{'check':{width}} {'measured':>10} {'target':>9} {'margin':>7}  met"]
     for r in rows:
-        lines.append(f"{r['check']:31} {r['measured']:10.3f} {r['target']:>9} {r['margin']:7.2f}  "
-                     f"{'yes' if r['met'] else 'NO'}")
+        lines.append(f"{r['check']:{width}} {r['measured']:10.3f} {r['target']:>9} {r['margin']:7.2f}  "
+                     f"{'yes' if r['met'] else 'NO ':3}  {r.get('note', '')}".rstrip())
     return "\n".join(lines)
+
+
+def machine_line(m: dict[str, Any]) -> str:
+    """The header every benchmark prints: what it ran on."""
+    return f"{m['cpu']} · {m['cores']} cores · numpy {m['numpy']} ({m['blas']}) · {m['date']}"
 
 
 def main() -> None:
@@ -203,7 +210,7 @@ def main() -> None:
         print(json.dumps(record, indent=2))
         return
     m, peaks = record["machine"], cold["peaks"]
-    print(f"{m['cpu']} · {m['cores']} cores · numpy {m['numpy']} ({m['blas']}) · {m['date']}")
+    print(machine_line(m))
     print(f"peaks: GEMM {peaks['peak_gflops']:.1f} GFLOP/s · copy {peaks['copy_gbps']:.1f} GB/s · "
           f"GEMV {peaks['gemv_gbps']:.1f} GB/s (peak from {peaks['peak_gbps_from']})\n")
     print(table(record["checks"]))
