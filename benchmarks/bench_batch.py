@@ -9,6 +9,10 @@ One run, one process, the model already fetched (`python -m simulations fetch`; 
    cold build's hook would call it. Its wall time is the hook's budget figure.
 2. Decode of one user at a 128- and a 4096-token context (median of `--repeats` steps each): how
    fast the time per token grows against how fast the bytes it reads grow (cost model).
+3. The floor: the same step's matrix products alone (every weight matrix times a B-row input through
+   `model.linear`, nothing else), at B = 1, 8 and 64. A target these products already miss cannot be
+   met by the whole step with this BLAS, whatever attention and the rest cost; a target they meet
+   with room tells where the rest of the step's time must shrink.
 
 Targets (issue 13), each printed as measured vs target and a margin (>= 1 means met):
 tokens/s at B=64 >= 8x B=1; step time at B=8 <= 1.5x B=1; B=64 >= 50% of the GEMM peak; B=1 decode
@@ -26,8 +30,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from bench_simulations import machine_line, table  # one table and header for every benchmark
 
+FLOOR_BATCHES = (1, 8, 64)
 BEFORE_BANDWIDTH_SHARE = "0.55-0.60"  # B=1 decode at 512 tokens before issue 13 (the issue's figure)
 LONG_CONTEXTS = (128, 4096)
 
@@ -48,9 +54,32 @@ def decode_growth(model: Any, machine: dict[str, float], repeats: int) -> dict[s
             "growth_ratio": time_growth / bytes_growth}
 
 
-def checks(batch: dict[str, Any], growth: dict[str, Any], measure_s: float) -> list[dict[str, Any]]:
+def products_alone(model: Any, machine: dict[str, float], repeats: int) -> list[dict[str, Any]]:
+    """Median ms of one step's matrix products alone at each of FLOOR_BATCHES, with their FLOPs and bytes."""
+    from simulations.model import linear
+    from simulations.roofline import median_seconds
+
+    weights = model.weights
+    matrices = [w for layer in weights.layers for w in (layer.wqkv, layer.wo, layer.w_gate_up, layer.w_down)]
+    matrices.append(weights.lm_head)
+    params = sum(w.size for w in matrices)
+    rows = []
+    for batch in FLOOR_BATCHES:
+        inputs = {w.shape[1]: np.random.default_rng(batch).standard_normal((batch, w.shape[1]), dtype=np.float32)
+                  for w in matrices}
+        ms = 1000 * median_seconds(lambda inputs=inputs: [linear(inputs[w.shape[1]], w) for w in matrices], repeats)
+        flops, nbytes = 2 * batch * params, params * 4
+        rows.append({"batch": batch, "step_ms": ms, "tokens_per_s": batch / ms * 1000,
+                     "compute_utilization": flops / ms * 1000 / machine["peak_flops"],
+                     "bandwidth_utilization": nbytes / ms * 1000 / machine["bandwidth"]})
+    return rows
+
+
+def checks(batch: dict[str, Any], growth: dict[str, Any], measure_s: float,
+           floor: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_batch = {row["batch"]: row for row in batch["batch_sizes"]}
     one, eight, most = by_batch[1], by_batch[8], by_batch[max(by_batch)]
+    alone = {row["batch"]: row for row in floor}
     rows = [
         (f"tokens/s B={most['batch']} / B=1", most["tokens_per_s"] / one["tokens_per_s"], ">=", 8.0, ""),
         ("step time B=8 / B=1", eight["step_ms"] / one["step_ms"], "<=", 1.5, ""),
@@ -59,6 +88,12 @@ def checks(batch: dict[str, Any], growth: dict[str, Any], measure_s: float) -> l
         (f"decode time / bytes growth {LONG_CONTEXTS[0]}→{LONG_CONTEXTS[1]}", growth["growth_ratio"], "<=", 1.2,
          f"time ×{growth['time_growth']:.2f}, bytes ×{growth['bytes_growth']:.2f}"),
         ("measure() seconds", measure_s, "<=", 60.0, "default sizes, peaks included"),
+        # the floor under the first four: the matrix products alone
+        ("products alone: tokens/s B=64 / B=1", alone[64]["tokens_per_s"] / alone[1]["tokens_per_s"], ">=", 8.0,
+         "floor"),
+        ("products alone: step B=8 / B=1", alone[8]["step_ms"] / alone[1]["step_ms"], "<=", 1.5, "floor"),
+        ("products alone: B=64 share of GEMM peak", alone[64]["compute_utilization"], ">=", 0.5, "floor"),
+        ("products alone: B=1 share of bandwidth", alone[1]["bandwidth_utilization"], ">=", 0.75, "floor"),
     ]
     out = []
     for name, measured, sense, target, note in rows:
@@ -86,9 +121,11 @@ def main() -> None:
     measure_s = time.perf_counter() - started
     progress("decode at a 128- and a 4096-token context", None)
     growth = decode_growth(model, batch["machine"], args.repeats)
+    progress("the same steps' matrix products alone", None)
+    floor = products_alone(model, batch["machine"], args.repeats)
     progress.done()
-    record = {"machine": machine_info(), "checks": checks(batch, growth, measure_s), "measure_s": measure_s,
-              "batch": batch, "decode_growth": growth}
+    record = {"machine": machine_info(), "checks": checks(batch, growth, measure_s, floor), "measure_s": measure_s,
+              "batch": batch, "decode_growth": growth, "products_alone": floor}
     if args.json:
         print(json.dumps(record, indent=2, ensure_ascii=False))
         return
@@ -99,6 +136,7 @@ def main() -> None:
     print(table(record["checks"]))
     print("\nbatch: " + " · ".join(f"B={r['batch']} {r['step_ms']:.0f} ms" for r in batch["batch_sizes"]))
     print("decode: " + " · ".join(f"{p['context']} tok {p['ms']:.1f} ms" for p in growth["points"]))
+    print("products alone: " + " · ".join(f"B={r['batch']} {r['step_ms']:.1f} ms" for r in floor))
 
 
 if __name__ == "__main__":
