@@ -1,6 +1,6 @@
 """The batching demo in a real browser, both languages: the batch-size slider moves the measured point
 along the roofline and changes the read-outs; the two users play on the recorded clock (play, scrubber,
-keyboard); without JavaScript the static tables say the same; light and dark; nothing overflows at 320 px."""
+keyboard); without JavaScript the static tables say the same; light and dark; nothing overflows at 320 px and the lanes' labels stay readable there."""
 
 from __future__ import annotations
 
@@ -132,6 +132,10 @@ def test_at_320_px_nothing_scrolls_sideways(open_page, screenshot_dir, lang):
     users.focus()
     page.keyboard.press("End")
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 320
+    # the lanes' picture shrinks with the screen; its labels must stay readable (they drew 5 px tall before)
+    label_heights = demo.locator(".pd-batching__lanes text").evaluate_all(
+        "texts => texts.map(t => t.getBoundingClientRect().height)")
+    assert label_heights and min(label_heights) >= 8, label_heights
     demo.screenshot(path=str(screenshot_dir / f"batching-320-{lang.strip('/') or 'zh'}.png"))
     log.assert_clean()
 
