@@ -69,6 +69,12 @@ class ClaimCheck:
             lines.append(f"  `{p.condition}` is false" + (f" with {values}" if values else ""))
         lines.append("  — every phrasing states when it is true: reword the claim for these figures, or add "
                      "{% elif CONDITION %} with a phrasing that holds")
+        if any(f.source == "measured" for p in self.phrasings for f in p.figures.values()):
+            from hooks.demos.site import CACHE_DIR  # here, not at the top: the site module imports this one
+
+            # a measurement is cached until its inputs change, so one taken on a busy machine stays
+            lines.append(f"  — measured figures are kept in {CACHE_DIR.as_posix()}/: if this machine was busy when "
+                         "they were measured, delete that folder and build again to measure them afresh")
         return "\n".join(lines)
 
 

@@ -64,6 +64,8 @@ def test_a_claim_that_does_not_hold_names_file_line_condition_and_every_figure_w
     assert "roofline.prefill.compute_util = 0.5 (50%)" in message
     assert "sweep.tps_drop_pct = 0.165 (16%)" in message
     assert "`roofline.prefill.compute_util > 80%` is false" in message
+    # the figures are measured: the author learns where they are kept, should the machine have been busy
+    assert "measured figures are kept in .cache/traces/" in message
 
 
 def test_every_failing_claim_of_a_page_is_named_in_one_build(measurements):
