@@ -27,7 +27,6 @@ BOTTOM = 88  # axis ticks and title under the plot, then the source note
 # category names on x and y.
 TEXT_KEYS = frozenset({"text", "name", "ticktext", "prefix", "suffix", "customdata", "hovertemplate", "x", "y",
                        "texttemplate"})
-SKIPPED_KEYS = frozenset({"meta"})
 # The only markup the builders themselves put in hover templates.
 OWN_MARKUP = {"&lt;br&gt;": "<br>", "&lt;extra&gt;&lt;/extra&gt;": "<extra></extra>"}
 SIGNIFICANT_DIGITS = 4
@@ -39,23 +38,20 @@ def plot_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _hover_text(template: str) -> str:
-    """A hover template escaped like any label, keeping the line breaks and <extra></extra> it needs."""
-    escaped = plot_text(template)
-    for entity, tag in OWN_MARKUP.items():
-        escaped = escaped.replace(entity, tag)
+def _escaped(value: Any, key: str) -> Any:
+    """A label escaped; a template keeps the line breaks and <extra></extra> it needs."""
+    if isinstance(value, list):
+        return [_escaped(item, key) for item in value]
+    if not isinstance(value, str):
+        return value
+    escaped = plot_text(value)
+    if key in ("hovertemplate", "texttemplate"):
+        for entity, tag in OWN_MARKUP.items():
+            escaped = escaped.replace(entity, tag)
     return escaped
 
 
-def _escaped(value: Any, key: str) -> Any:
-    if isinstance(value, str):
-        return _hover_text(value) if key in ("hovertemplate", "texttemplate") else plot_text(value)
-    if isinstance(value, list):
-        return [_escaped(item, key) for item in value]
-    return value
-
-
-def escape_labels(node: Any) -> Any:
+def escape_labels(node: Any) -> None:
     """Escape every label string in a figure dict, in place (titles, axis titles, legend names,
     annotations, hover templates, tick text). Builders pass raw strings; this is the one place they
     become Plotly text."""
@@ -64,13 +60,10 @@ def escape_labels(node: Any) -> Any:
             escape_labels(item)
     elif isinstance(node, dict):
         for key, value in node.items():
-            if key in SKIPPED_KEYS:
-                continue
             if key in TEXT_KEYS and not isinstance(value, dict):
                 node[key] = _escaped(value, key)
             else:
                 escape_labels(value)
-    return node
 
 
 def round_floats(node: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:
@@ -121,13 +114,7 @@ def to_dict(figure: go.Figure) -> dict[str, Any]:
     data["label"] = data["layout"]["title"]["text"]
     for index, frame in enumerate(data.get("frames") or []):
         frame["name"] = str(index)
-    return finish(data)
-
-
-def finish(data: dict[str, Any]) -> dict[str, Any]:
-    """Last step of every builder: labels escaped for Plotly, floats rounded (smaller JSON)."""
+    # Labels escaped for Plotly, floats rounded (smaller JSON).
     data = round_floats(data)
-    escape_labels(data.get("layout"))
-    escape_labels(data.get("data"))
-    escape_labels(data.get("frames"))
+    escape_labels([data.get("layout"), data.get("data"), data.get("frames")])
     return data

@@ -13,12 +13,6 @@ from hooks.demos.strings import Strings
 MASK_SHAPE = "pd-mask"  # decode.js and charts.js find the mask by this name
 
 
-def attention_rows(trace: dict[str, Any]) -> tuple[list[int], list[list[float]]]:
-    """(step indices, attention weights over cached positions) of the steps that recorded attention."""
-    steps = [s for s in trace["steps"] if s.get("attention") and s.get("phase") == "decode"]
-    return [s["index"] for s in steps], [list(s["attention"]["weights"]) for s in steps]
-
-
 def position_labels(trace: dict[str, Any], positions: int) -> list[str]:
     """Text of every cached position: the prompt tokens, then each generated token."""
     texts = [t["text"] for t in trace["prompt"]["tokens"]]
@@ -33,9 +27,8 @@ def attention(trace: dict[str, Any], strings: Strings, source: str) -> dict[str,
     Its cells travel once, as the decode demo's steps' `attention`: decode.js fills z from them. It has
     no frames: the page's player shows the rows decoded so far by moving a mask over the rest, which
     redraws no heatmap per token."""
-    _, rows = attention_rows(trace)
-    if not rows:  # a one-token answer has no decode step
-        rows = [[]]
+    rows = [list(s["attention"]["weights"]) for s in trace["steps"] if s.get("attention") and s["phase"] == "decode"]
+    rows = rows or [[]]  # a one-token answer has no decode step
     width = max((len(r) for r in rows), default=0)
     labels = [strings.format("decode.step_label", n=i + 1) for i in range(len(rows))]
     # zsmooth "fast" paints one pixel per cell and lets the browser scale it (the default paints the
