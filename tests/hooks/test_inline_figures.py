@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from mkdocs.exceptions import PluginError
 
 from hooks.demos import formatting as fmt
-from hooks.demos.inline_figures import FigureResolver, figure_sources, find_refs, replace_figures
+from hooks.demos.inline_figures import FigureResolver, find_refs, replace_figures
 
 PAGE_READOUTS = {"conversation": {"prompt_tokens": 1234, "answer_tokens": 48, "ttft_ms": 261.4,
                                   "decode_ms_per_token": 34.12, "tps": 29.3}}
 
 
 def resolver(measurements, lang: str = "en", page=PAGE_READOUTS) -> FigureResolver:
-    return FigureResolver(lang, figure_sources(measurements), page)
+    return FigureResolver(lang, measurements, page)
 
 
 TITLES = {"measured": lambda: "Measured on Test CPU", "projected": lambda: "Projected <from specs>"}
@@ -159,7 +161,7 @@ VALIDATION = [{"id": "llama-2-7b/apple-m2-ultra/q4_0/tg128", "model": "llama-2-7
 
 
 def fake_resolver(rows: list[dict], validation: list[dict] = VALIDATION) -> FigureResolver:
-    return FigureResolver("en", lambda: {"projections": lambda: {"projections": rows, "validation": validation}}, {})
+    return FigureResolver("en", SimpleNamespace(projections=lambda: {"projections": rows, "validation": validation}), {})
 
 
 def test_published_measurements_by_id_with_their_source_as_the_title():
