@@ -177,7 +177,7 @@ class FigureResolver:
         if key == "ridge":
             return self._unit(ridge, "FLOP/byte")
         simulator = self.m.simulator
-        return self._number(_prefill_crossover(simulator.expected_counts, ridge, simulator.max_context), fmt.count)
+        return self._number(_prefill_crossover(simulator.pass_cost, ridge, simulator.max_context), fmt.count)
 
     def _model(self, key: str, arg: str | None) -> Figure:
         model = self.m.simulator.model_summary()
@@ -188,14 +188,15 @@ class FigureResolver:
         return self._number(model[field], show)
 
     def _sweep(self, key: str, arg: str | None) -> Figure:
-        points, counts = self.m.sweep()["prompt_lengths"], self.m.simulator.expected_counts
+        points, cost = self.m.sweep()["prompt_lengths"], self.m.simulator.pass_cost
         first, last = points[0], points[-1]
-        # Growth from the sweep's shortest prompt to its longest, of what each point measured or costs.
+        # Growth from the sweep's shortest prompt to its longest, of what each point measured or costs (the
+        # bytes of a decode step: every weight, the whole KV cache, one new row).
         growth: dict[str, Callable[[dict[str, Any]], float]] = {
             "ttft_growth": lambda p: p["ttft_ms"], "length_growth": lambda p: p["prompt_tokens"],
             "decode_growth": lambda p: p["decode_ms_per_token"],
-            "decode_bytes_growth": lambda p: _decode_bytes(counts, p["prompt_tokens"]),
-            "prefill_work_growth": lambda p: _prefill_flops(counts, p["prompt_tokens"]),
+            "decode_bytes_growth": lambda p: cost(1, p["prompt_tokens"]).bytes,
+            "prefill_work_growth": lambda p: cost(p["prompt_tokens"], 0).flops,
         }
         if key in growth:
             return self._number(growth[key](last) / growth[key](first), fmt.times)
@@ -206,7 +207,7 @@ class FigureResolver:
         if key == "prefill_util":
             seconds = point["ttft_ms"] / 1000
             peak = self.m.roofline()["machine"]["peak_gflops"] * 1e9
-            return self._number(_prefill_flops(counts, point["prompt_tokens"]) / seconds / peak, fmt.percent)
+            return self._number(cost(point["prompt_tokens"], 0).flops / seconds / peak, fmt.percent)
         field, show = {"ttft_ms": ("ttft_ms", fmt.ms), "decode_ms": ("decode_ms_per_token", fmt.ms),
                        "tps": ("tps", fmt.tps)}[key]
         return self._number(point[field], show)
@@ -288,22 +289,11 @@ class FigureResolver:
         return Figure(float(row[key]), show(row[key], self.lang), "published", cited)
 
 
-def _prefill_flops(counts: Callable[..., dict[str, int]], prompt_tokens: int) -> int:
-    return counts(new_tokens=prompt_tokens, past_tokens=0)["flops"]
-
-
-def _decode_bytes(counts: Callable[..., dict[str, int]], context: int) -> int:
-    """Bytes one decode step moves with `context` tokens cached: every weight, the whole KV cache, one new row."""
-    step = counts(new_tokens=1, past_tokens=context)
-    return step["weights"] + step["kv_read"] + step["kv_written"]
-
-
-def _prefill_crossover(counts: Callable[..., dict[str, int]], ridge: float, max_context: int) -> int:
+def _prefill_crossover(cost: Callable[[int, int], Any], ridge: float, max_context: int) -> int:
     """The smallest prompt length whose prefill intensity (cost model: FLOPs ÷ bytes of weights and KV
     cache read and written) reaches `ridge`; scanned, not solved, so it holds whatever the cost model's shape."""
     for n in range(1, max_context + 1):
-        c = counts(new_tokens=n, past_tokens=0)
-        if c["flops"] / (c["weights"] + c["kv_read"] + c["kv_written"]) >= ridge:
+        if cost(n, 0).intensity >= ridge:
             return n
     raise LookupError(f"prefill never reaches this machine's ridge point ({ridge:.1f} FLOP/byte) within the "
                       f"model's context of {max_context} tokens")
