@@ -100,11 +100,8 @@ def base_layout(title: str, source: str, *, height: int = 380) -> dict[str, Any]
 
 def to_dict(figure: go.Figure) -> dict[str, Any]:
     """The figure as plain JSON data for the demo file (plotly's own encoder, typed arrays as bdata),
-    with its source note added under the plot and its title as plain text in `label` (the chart's
-    accessible name: the browser sets it as an attribute, never as markup).
-
-    An animated figure's frames are named by their index, in the order its builder made them; the demo's
-    data says which frame draws what (its `frame` fields)."""
+    with its source note added under the plot, its frames named by index, and its title as plain text in
+    `label` (the chart's accessible name: the browser sets it as an attribute, never as markup)."""
     meta = figure.layout.meta or {}
     if meta.get("source"):
         figure.add_annotation(text=meta["source"], showarrow=False, xref="paper", yref="paper", x=0, y=0,
