@@ -77,6 +77,11 @@ def round_floats(node: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:
     return node
 
 
+def log_range(values: list[float], pad: float) -> list[float]:
+    """A log-axis range covering every value, with `pad` decades either side."""
+    return [math.log10(min(values)) - pad, math.log10(max(values)) + pad]
+
+
 def base_layout(title: str, source: str, *, height: int = 380) -> dict[str, Any]:
     """Layout every figure starts from; `source` is printed under the plot (figures travel alone)."""
     return {

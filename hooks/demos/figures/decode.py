@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import plotly.graph_objects as go
 
-from hooks.demos.figures.common import base_layout, to_dict
+from hooks.demos.figures.common import base_layout, log_range, to_dict
 from hooks.demos.strings import Strings
 
 MASK_SHAPE = "pd-mask"  # decode.js and charts.js find the mask by this name
@@ -65,13 +64,7 @@ def cache_vs_recompute(sweep: dict[str, Any], strings: Strings, source: str) -> 
     all_y = [y for y in cached + recompute if y and y > 0]
     figure.update_xaxes(title_text=strings["decode.axis_context"], type="log", tickvals=contexts,
                         ticktext=[f"{c:,}" for c in contexts],
-                        range=_log_range(contexts, pad=0.1))
+                        range=log_range(contexts, pad=0.1))
     figure.update_yaxes(title_text=strings["common.axis_ms_per_token"], type="log",
-                        range=_log_range(all_y, pad=0.15))
+                        range=log_range(all_y, pad=0.15))
     return to_dict(figure)
-
-
-def _log_range(values: list[float], pad: float) -> list[float]:
-    """A log-axis range covering every value, with `pad` decades either side."""
-    low, high = math.log10(min(values)), math.log10(max(values))
-    return [low - pad, high + pad]
