@@ -45,10 +45,6 @@ def _label(config: MkDocsConfig, key: str, page: Page) -> str:
     return label
 
 
-def _language_dir(page: Page, config: MkDocsConfig) -> Path:
-    return Path(config.docs_dir) / Path(page.file.src_uri).parts[0]
-
-
 def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     slug = Path(page.file.src_uri).stem
     number = chapter_number(slug)
@@ -57,7 +53,7 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
         return _H1_LINE.sub(lambda m: f"{kicker}\n{{ .pd-kicker }}\n\n{m.group(0)}", markdown, count=1)
     if slug != "index" or (_READING_TIME not in markdown and _CHAPTER_LIST not in markdown):
         return markdown
-    language_dir = _language_dir(page, config)
+    language_dir = Path(config.docs_dir) / Path(page.file.src_uri).parts[0]
     minutes = article_reading_minutes(language_dir)
     reading_time = _label(config, "reading_time", page).format(minutes=minutes)
     chapter_label = _label(config, "chapter_label", page)

@@ -61,21 +61,17 @@ def first_heading(markdown: str, fallback: str) -> str:
     return match.group(1).strip() if match else fallback
 
 
+def _page_text(language_dir: Path, slug: str) -> str:
+    path = language_dir / f"{slug}.md"
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
 def chapters_of(language_dir: Path) -> list[Chapter]:
     """The chapters of one language folder, with titles read from each file's first heading."""
-    chapters = []
-    for number, slug in enumerate(CHAPTER_SLUGS, start=1):
-        path = language_dir / f"{slug}.md"
-        markdown = path.read_text(encoding="utf-8") if path.exists() else ""
-        chapters.append(Chapter(number, slug, first_heading(markdown, slug)))
-    return chapters
+    return [Chapter(number, slug, first_heading(_page_text(language_dir, slug), slug))
+            for number, slug in enumerate(CHAPTER_SLUGS, start=1)]
 
 
 def article_reading_minutes(language_dir: Path) -> int:
     """Reading time of the landing page plus every chapter of one language."""
-    texts = []
-    for slug in PAGE_SLUGS:
-        path = language_dir / f"{slug}.md"
-        if path.exists():
-            texts.append(readable_text(path.read_text(encoding="utf-8")))
-    return reading_minutes(texts)
+    return reading_minutes([readable_text(_page_text(language_dir, slug)) for slug in PAGE_SLUGS])

@@ -1,8 +1,6 @@
 """MkDocs hook: `demo` blocks become interactive demos, `{{ figure }}` references become measured values.
 
-Thin wiring only; the work lives in hooks/demos/ (see its modules). mkdocs-static-i18n runs every event
-once per language, and `mkdocs serve` keeps this module loaded across rebuilds: simulation results and
-built demo files are memoised in hooks/demos/ and cached on disk under .cache/traces/.
+Thin wiring only: the work, and what survives rebuilds and the second language's build, is hooks/demos/site.py's.
 """
 
 from __future__ import annotations

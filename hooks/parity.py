@@ -17,12 +17,12 @@ from pathlib import Path
 import yaml
 
 from hooks.claims.syntax import find_claims
+from hooks.demos.strings import STRINGS_FILE, flatten
 from hooks.markdown_blocks import demo_fences, without_fences
 
 _HEADING = re.compile(r"^#{1,6}\s+\S", re.M)
 _KIND = re.compile(r"^kind\s*:\s*(\S+)", re.M)
 _MARKER = re.compile(r"<!--\s*pd:([a-z0-9-]+)\s*-->")
-STRINGS_FILE = "demo-strings.yml"
 
 
 @dataclass(frozen=True)
@@ -60,13 +60,9 @@ def language_dirs(docs_dir: Path) -> list[Path]:
     return sorted(d for d in docs_dir.iterdir() if d.is_dir() and any(d.glob("*.md")))
 
 
-def _flat_keys(mapping: object, prefix: str = "") -> set[str]:
-    if not isinstance(mapping, dict):
-        return {prefix} if prefix else set()
-    keys: set[str] = set()
-    for key, value in mapping.items():
-        keys |= _flat_keys(value, f"{prefix}.{key}" if prefix else str(key))
-    return keys
+def _label_keys(strings_file: Path) -> set[str]:
+    data = yaml.safe_load(strings_file.read_text(encoding="utf-8"))
+    return set(flatten(data)) if isinstance(data, dict) else set()
 
 
 def _strings_problems(reference: Path, other: Path) -> list[str]:
@@ -75,9 +71,8 @@ def _strings_problems(reference: Path, other: Path) -> list[str]:
         return []
     if not other_file.exists():
         return [f"{other_file}: missing (the demo labels of {ref_file} need a translation)"]
-    ref_keys = _flat_keys(yaml.safe_load(ref_file.read_text(encoding="utf-8")))
-    other_keys = _flat_keys(yaml.safe_load(other_file.read_text(encoding="utf-8")))
-    return [f"{other_file}: missing key '{key}' (present in {ref_file})" for key in sorted(ref_keys - other_keys)]
+    missing = _label_keys(ref_file) - _label_keys(other_file)
+    return [f"{other_file}: missing key '{key}' (present in {ref_file})" for key in sorted(missing)]
 
 
 def parity_problems(docs_dir: Path, reference: str = "zh") -> list[str]:

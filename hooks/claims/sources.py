@@ -15,7 +15,7 @@ from typing import Any
 from hooks.claims.check import ClaimCheck
 from hooks.claims.resolve import checks_in, value_lines
 from hooks.demos import blocks
-from hooks.demos.inline_figures import FigureResolver, figure_sources
+from hooks.demos.inline_figures import FigureResolver
 from hooks.demos.readouts import trace_readouts
 from hooks.demos.strings import STRINGS_FILE, read_strings
 
@@ -71,7 +71,6 @@ def languages(docs_dir: Path) -> list[str]:
 
 def find_all(project_dir: Path, docs_dir: Path, langs: list[str], measurements: Any) -> Iterator[FoundClaim]:
     """Every claim of these languages, checked: chapters, then their demo notes, then the strings file."""
-    sources = figure_sources(measurements)
 
     def shown(path: Path) -> str:
         try:
@@ -80,11 +79,11 @@ def find_all(project_dir: Path, docs_dir: Path, langs: list[str], measurements: 
             return path.as_posix()
 
     for lang in langs:
-        not_on_a_page = FigureResolver(lang, sources, None)
+        not_on_a_page = FigureResolver(lang, measurements, None)
         for chapter in sorted((docs_dir / lang).rglob("*.md")):
             path, source = shown(chapter), chapter.read_text(encoding="utf-8")
             page_blocks = blocks.parse_blocks(source, path)
-            page = FigureResolver(lang, sources, PageReadouts(page_blocks, measurements))
+            page = FigureResolver(lang, measurements, PageReadouts(page_blocks, measurements))
             for check in checks_in(source, page):
                 yield FoundClaim(path, lang, check)
             for block in page_blocks:

@@ -21,8 +21,6 @@ TRACES_DIR = "assets/traces"
 PARTIAL_BUNDLE = Path(".ci/node_modules/plotly.js-cartesian-dist-min/plotly-cartesian.min.js")
 
 
-
-
 def language_prefix(config: MkDocsConfig) -> str:
     """"" for the default language build, "<lang>/" for the others (mkdocs-static-i18n folders)."""
     i18n = config.plugins.get("i18n")

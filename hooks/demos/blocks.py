@@ -31,8 +31,8 @@ KIND_OPTIONS: dict[str, tuple[str, ...]] = {
     "timeline": ("prompt", "prompt_lengths", "projections"),
     "roofline": ("prompt", "projections"),
     "recap": ("prompt", "prompt_lengths"),
-    "device": ("prompt",),
-    "batching": ("prompt", "projections"),  # measured on synthetic caches; `projections`: the knees shown  # measured in the reader's browser, on a press; nothing recorded here
+    "device": ("prompt",),  # measured in the reader's browser, on a press; nothing recorded here
+    "batching": ("prompt", "projections"),  # measured on synthetic caches; `projections`: the knees shown
 }
 DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {"conversation": 64, "prefill": 1, "decode": 32}
 MAX_NEW_TOKENS_RANGE = (1, 256)
@@ -92,10 +92,7 @@ def parse_blocks(source: str, src_path: str) -> list[DemoBlock]:
 
 def parse_block(block: BlockSource, src_path: str, index: int) -> DemoBlock:
     """One block's YAML as a DemoBlock (the index-th block of its page), or its AuthoringMistake."""
-    return _parse_block(block.body_lines, src_path, block.line, index)
-
-
-def _parse_block(body_lines: list[str], src_path: str, line: int, index: int) -> DemoBlock:
+    body_lines, line = block.body_lines, block.line
     body = "\n".join(body_lines)
     allowed_kinds = ", ".join(KINDS)
     try:

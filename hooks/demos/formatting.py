@@ -1,7 +1,4 @@
-"""Numbers as the prose and the fallbacks show them: value, unit, thousands separators.
-
-Chinese and English use the same digits, separators and units, but not the same "times" (23.9 倍, 23.9×).
-"""
+"""Numbers as the prose and the fallbacks show them: value, unit, thousands separators."""
 
 from __future__ import annotations
 

@@ -118,26 +118,17 @@ class Figure:
     title: str | None = None
 
 
-def figure_sources(measurements: Any) -> Callable[[], dict[str, Any]]:
-    """The global measurements a resolver reads, each computed (or read from the cache) on first use."""
-    m = measurements
-    return lambda: {"sweep": m.sweep, "roofline": m.roofline, "projections": m.projections,
-                    "model": m.simulator.model_summary, "machine": lambda: m.sweep()["machine"],
-                    "counts": m.simulator.expected_counts, "max_context": lambda: m.simulator.max_context,
-                    "batch": m.batch}
-
-
 class FigureResolver:
-    """Turns a name (and arg) into a `Figure`, from the page's demos and the global measurements.
+    """Turns a name (and arg) into a `Figure`, from the page's demos and the global measurements (a
+    hooks.demos.measurements.Measurements: each result is computed, or read from the cache, on first use).
 
     `page_readouts` maps a demo kind to the readouts of the page's first demo of that kind; None means the
     text is not on a page (a demo block's note, a strings file), where page figures do not exist.
     """
 
-    def __init__(self, lang: str, globals_: Callable[[], dict[str, Any]],
-                 page_readouts: Mapping[str, dict[str, Any]] | None):
+    def __init__(self, lang: str, measurements: Any, page_readouts: Mapping[str, dict[str, Any]] | None):
         self.lang = lang
-        self.globals = globals_
+        self.m = measurements
         self.page_readouts = page_readouts
 
     def figure(self, body: str) -> Figure:
@@ -151,7 +142,7 @@ class FigureResolver:
         if name in PAGE_NAMES:
             return self._page(name)
         group, key = name.split(".", 1)
-        return getattr(self, f"_{group}")(key, arg, self.globals())
+        return getattr(self, f"_{group}")(key, arg)
 
     # -- formatting helpers: one place where a raw number becomes its text ------------------------
     def _number(self, value: float, show: Callable[[float, str], str], source: str = "measured") -> Figure:
@@ -175,35 +166,37 @@ class FigureResolver:
                 "kv_bytes": fmt.nbytes, "kv_bytes_per_token": fmt.nbytes}.get(key, fmt.count)
         return self._number(readouts[field], show)
 
-    def _machine(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
+    def _machine(self, key: str, arg: str | None) -> Figure:
         if key in ("cpu", "cores", "date"):  # from the sweep's stamp: no roofline measured for these
-            value = g["machine"]()[key]
+            value = self.m.sweep()["machine"][key]
             return self._number(value, fmt.count) if key == "cores" else Figure(None, str(value), "measured")
-        peaks = g["roofline"]()["machine"]
+        peaks = self.m.roofline()["machine"]
         if key in ("peak_gflops", "peak_gbps"):
             return self._unit(peaks[key], "GFLOP/s" if key == "peak_gflops" else "GB/s")
         ridge = peaks["peak_gflops"] / peaks["peak_gbps"]  # FLOP/byte where the two ceilings meet
         if key == "ridge":
             return self._unit(ridge, "FLOP/byte")
-        return self._number(_prefill_crossover(g["counts"], ridge, g["max_context"]()), fmt.count)
+        simulator = self.m.simulator
+        return self._number(_prefill_crossover(simulator.pass_cost, ridge, simulator.max_context), fmt.count)
 
-    def _model(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
-        model = g["model"]()
+    def _model(self, key: str, arg: str | None) -> Figure:
+        model = self.m.simulator.model_summary()
         if key == "name":
             return Figure(None, str(model["name"]), "measured")
         field, show = {"params": ("params", fmt.params), "layers": ("layers", fmt.count),
                        "weight_mb": ("weight_bytes", fmt.megabytes)}[key]
         return self._number(model[field], show)
 
-    def _sweep(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
-        points = g["sweep"]()["prompt_lengths"]
+    def _sweep(self, key: str, arg: str | None) -> Figure:
+        points, cost = self.m.sweep()["prompt_lengths"], self.m.simulator.pass_cost
         first, last = points[0], points[-1]
-        # Growth from the sweep's shortest prompt to its longest, of what each point measured or costs.
+        # Growth from the sweep's shortest prompt to its longest, of what each point measured or costs (the
+        # bytes of a decode step: every weight, the whole KV cache, one new row).
         growth: dict[str, Callable[[dict[str, Any]], float]] = {
             "ttft_growth": lambda p: p["ttft_ms"], "length_growth": lambda p: p["prompt_tokens"],
             "decode_growth": lambda p: p["decode_ms_per_token"],
-            "decode_bytes_growth": lambda p: _decode_bytes(g["counts"], p["prompt_tokens"]),
-            "prefill_work_growth": lambda p: _prefill_flops(g["counts"], p["prompt_tokens"]),
+            "decode_bytes_growth": lambda p: cost(1, p["prompt_tokens"]).bytes,
+            "prefill_work_growth": lambda p: cost(p["prompt_tokens"], 0).flops,
         }
         if key in growth:
             return self._number(growth[key](last) / growth[key](first), fmt.times)
@@ -213,21 +206,21 @@ class FigureResolver:
         point = _measured_at(points, "prompt_tokens", arg)
         if key == "prefill_util":
             seconds = point["ttft_ms"] / 1000
-            peak = g["roofline"]()["machine"]["peak_gflops"] * 1e9
-            return self._number(_prefill_flops(g["counts"], point["prompt_tokens"]) / seconds / peak, fmt.percent)
+            peak = self.m.roofline()["machine"]["peak_gflops"] * 1e9
+            return self._number(cost(point["prompt_tokens"], 0).flops / seconds / peak, fmt.percent)
         field, show = {"ttft_ms": ("ttft_ms", fmt.ms), "decode_ms": ("decode_ms_per_token", fmt.ms),
                        "tps": ("tps", fmt.tps)}[key]
         return self._number(point[field], show)
 
-    def _cache(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
-        point = _measured_at(g["sweep"]()["cache_vs_recompute"], "context", arg)
+    def _cache(self, key: str, arg: str | None) -> Figure:
+        point = _measured_at(self.m.sweep()["cache_vs_recompute"], "context", arg)
         cached, recompute = point["cached_ms_per_token"], point["recompute_ms_per_token"]
         value, show = {"cached_ms": (cached, fmt.ms), "recompute_ms": (recompute, fmt.ms),
                        "speedup": (recompute / cached, fmt.times)}[key]
         return self._number(value, show)
 
-    def _roofline(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
-        result = g["roofline"]()
+    def _roofline(self, key: str, arg: str | None) -> Figure:
+        result = self.m.roofline()
         if key == "prompt_tokens":
             return self._number(result["prompt_tokens"], fmt.count)
         phase, key = key.split(".")
@@ -236,17 +229,17 @@ class FigureResolver:
             return self._number(values[f"{key}ization"], fmt.percent)
         return self._unit(values[key], {"intensity": "FLOP/byte", "gflops": "GFLOP/s", "gbps": "GB/s"}[key])
 
-    def _batch(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
+    def _batch(self, key: str, arg: str | None) -> Figure:
         from hooks.demos import batch_figures
 
-        return batch_figures.figure(key, arg, g["batch"](), self.lang)
+        return batch_figures.figure(key, arg, self.m.batch(), self.lang)
 
-    def _proj(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
+    def _proj(self, key: str, arg: str | None) -> Figure:
         if key == "knee":
             from hooks.demos import batch_figures
 
-            return batch_figures.projected_knee(arg, g["batch"](), self.lang)
-        projections = g["projections"]()
+            return batch_figures.projected_knee(arg, self.m.batch(), self.lang)
+        projections = self.m.projections()
         pid, length = arg, None
         if GLOBAL_NAMES[f"proj.{key}"] != PID:  # MODEL/DEVICE/DTYPE/N
             pid, _, length = (arg or "").rpartition("/")
@@ -278,8 +271,8 @@ class FigureResolver:
                        "tps": (row["tps"], fmt.tps), "kv_mb": (kv_bytes, fmt.megabytes)}[key]
         return self._number(value, show, "projected")
 
-    def _pub(self, key: str, arg: str | None, g: dict[str, Any]) -> Figure:
-        rows = {row["id"]: row for row in g["projections"]().get("validation", [])}
+    def _pub(self, key: str, arg: str | None) -> Figure:
+        rows = {row["id"]: row for row in self.m.projections().get("validation", [])}
         if arg not in rows:
             raise LookupError(f"no published measurement {arg!r} (known: {', '.join(sorted(rows)) or 'none'})")
         row = rows[arg]
@@ -296,22 +289,11 @@ class FigureResolver:
         return Figure(float(row[key]), show(row[key], self.lang), "published", cited)
 
 
-def _prefill_flops(counts: Callable[..., dict[str, int]], prompt_tokens: int) -> int:
-    return counts(new_tokens=prompt_tokens, past_tokens=0)["flops"]
-
-
-def _decode_bytes(counts: Callable[..., dict[str, int]], context: int) -> int:
-    """Bytes one decode step moves with `context` tokens cached: every weight, the whole KV cache, one new row."""
-    step = counts(new_tokens=1, past_tokens=context)
-    return step["weights"] + step["kv_read"] + step["kv_written"]
-
-
-def _prefill_crossover(counts: Callable[..., dict[str, int]], ridge: float, max_context: int) -> int:
+def _prefill_crossover(cost: Callable[[int, int], Any], ridge: float, max_context: int) -> int:
     """The smallest prompt length whose prefill intensity (cost model: FLOPs ÷ bytes of weights and KV
     cache read and written) reaches `ridge`; scanned, not solved, so it holds whatever the cost model's shape."""
     for n in range(1, max_context + 1):
-        c = counts(new_tokens=n, past_tokens=0)
-        if c["flops"] / (c["weights"] + c["kv_read"] + c["kv_written"]) >= ridge:
+        if cost(n, 0).intensity >= ridge:
             return n
     raise LookupError(f"prefill never reaches this machine's ridge point ({ridge:.1f} FLOP/byte) within the "
                       f"model's context of {max_context} tokens")

@@ -108,13 +108,11 @@ class Measurements:
 
     def trace(self, prompt: str, max_new_tokens: int, chat: bool = True) -> dict[str, Any]:
         label = f"recording {prompt[:40]!r} ({max_new_tokens} new tokens max) on {self.simulator.model_name}"
-        # `chat` joins the key only when off, so traces recorded before the option existed stay valid.
-        extra = {} if chat else {"chat": False}
         return self._cached(
             "trace", label,
             lambda: self.simulator.record(prompt, max_new_tokens=max_new_tokens, chat=chat,
                                           progress=progress_logger("record")),
-            prompt=prompt, max_new_tokens=max_new_tokens, **extra)
+            prompt=prompt, max_new_tokens=max_new_tokens, chat=chat)
 
     def sweep(self, prompt_lengths: tuple[int, ...] | list[int] = DEFAULT_PROMPT_LENGTHS,
               contexts: tuple[int, ...] | list[int] = DEFAULT_CONTEXTS) -> dict[str, Any]:

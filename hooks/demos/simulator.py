@@ -60,13 +60,11 @@ class NumpySimulator:
 
         return model_summary(self.model)
 
-    def expected_counts(self, *, new_tokens: int, past_tokens: int) -> dict[str, int]:
-        """The cost model's FLOPs and bytes (weights, kv_read, kv_written) of one pass of the loaded model."""
+    def pass_cost(self, new_tokens: int, past_tokens: int) -> Any:
+        """The cost model's FLOPs and bytes (a simulations.cost.PassCost) of one pass of the loaded model."""
         from simulations.cost import pass_cost
 
-        cost = pass_cost(self.model.config.shape, new_tokens, past_tokens)
-        return {"flops": cost.flops, "weights": cost.weight_bytes, "kv_read": cost.kv_read_bytes,
-                "kv_written": cost.kv_written_bytes}
+        return pass_cost(self.model.config.shape, new_tokens, past_tokens)
 
     def record(self, prompt: str, *, max_new_tokens: int, chat: bool = True,
                progress: Progress | None = None) -> dict[str, Any]:

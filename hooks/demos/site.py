@@ -220,5 +220,4 @@ class DemoSite:
 
     def figures(self, page_readouts: dict[str, dict[str, Any]] | None = None) -> inline_figures.FigureResolver:
         """Figures for this language: the global measurements, and the page's demos' readouts if on a page."""
-        return inline_figures.FigureResolver(self.lang, inline_figures.figure_sources(self.measurements),
-                                             page_readouts)
+        return inline_figures.FigureResolver(self.lang, self.measurements, page_readouts)

@@ -14,7 +14,7 @@ import pytest
 
 from hooks.demos.blocks import Limits, parse_blocks, validate
 from hooks.demos.builders import BUILDERS
-from hooks.demos.inline_figures import FigureResolver, figure_sources
+from hooks.demos.inline_figures import FigureResolver
 from hooks.demos.measurements import BATCH_SIZES, batch_sizes_for
 from hooks.demos.render import render_demo
 
@@ -23,7 +23,7 @@ H100 = "llama-3.1-8b/h100-sxm/fp16"
 
 
 def figure(measurements, name: str, lang: str = "en"):
-    return FigureResolver(lang, figure_sources(measurements), None).figure(name)
+    return FigureResolver(lang, measurements, None).figure(name)
 
 
 def batching_block(measurements, body: str = "kind: batching\n"):

@@ -14,7 +14,7 @@ from hooks.claims import resolve_note, resolve_page, resolve_strings
 from hooks.claims.__main__ import main as claims_cli
 from hooks.demos import site
 from hooks.demos.blocks import parse_blocks
-from hooks.demos.inline_figures import FigureResolver, figure_sources
+from hooks.demos.inline_figures import FigureResolver
 from hooks.demos.strings import read_strings
 
 from .conftest import DOCS
@@ -25,7 +25,7 @@ PATH = "docs/en/x.md"
 
 
 def figures(measurements, lang: str = "en", page=None) -> FigureResolver:
-    return FigureResolver(lang, figure_sources(measurements), page or {})
+    return FigureResolver(lang, measurements, page or {})
 
 
 def resolve(text: str, measurements, source: str | None = None) -> str:
@@ -181,14 +181,14 @@ def test_a_claim_in_a_demo_note_is_resolved_and_reported_at_the_note_line(measur
     resolve_note(good, figures(measurements, page=None))
     assert good.note == "TPS holds up"
     with pytest.raises(PluginError, match=rf"^{PATH}:10: claim “TPS collapses”: none of its conditions holds"):
-        resolve_note(bad, FigureResolver("en", figure_sources(measurements), None))
+        resolve_note(bad, FigureResolver("en", measurements, None))
 
 
 def test_under_serve_a_failing_claim_in_a_note_shows_its_message_as_text(measurements, monkeypatch):
     monkeypatch.setattr(authoring, "show_in_page", True)
     (block,) = parse_blocks("```demo\nkind: timeline\nnote: '{% claim sweep.tps_drop_pct > 90% %}x{% endclaim %}'\n```",
                             PATH)
-    resolve_note(block, FigureResolver("en", figure_sources(measurements), None))
+    resolve_note(block, FigureResolver("en", measurements, None))
     assert block.note.startswith(f"⚠ {PATH}:3: claim “x”: none of its conditions holds") and "<" not in block.note
 
 
@@ -196,7 +196,7 @@ def test_a_page_figure_in_a_note_says_where_page_figures_can_be_used(measurement
     (block,) = parse_blocks("```demo\nkind: timeline\nnote: '{% claim conversation.tps > 1 %}x{% endclaim %}'\n```",
                             PATH)
     with pytest.raises(PluginError, match="can be used in a chapter's prose, not in a demo block's note"):
-        resolve_note(block, FigureResolver("en", figure_sources(measurements), None))
+        resolve_note(block, FigureResolver("en", measurements, None))
 
 
 def write_strings(docs: Path, lang: str, text: str) -> Path:
@@ -220,12 +220,12 @@ def test_a_strings_file_claim_is_resolved_and_a_failing_one_is_reported_at_its_y
     write_strings(tmp_path / "docs", "en", STRINGS)
     strings = read_strings(tmp_path / "docs/en/demo-strings.yml", "en", "docs/en/demo-strings.yml")
     with pytest.raises(PluginError) as caught:
-        resolve_strings(strings, tmp_path, FigureResolver("en", figure_sources(measurements), None))
+        resolve_strings(strings, tmp_path, FigureResolver("en", measurements, None))
     assert str(caught.value).startswith("docs/en/demo-strings.yml:7: claim “collapses”: none of its conditions")
     fixed = STRINGS.replace("> 90%", "< 90%")
     write_strings(tmp_path / "docs", "en", fixed)
     strings = read_strings(tmp_path / "docs/en/demo-strings.yml", "en", "docs/en/demo-strings.yml")
-    resolved = resolve_strings(strings, tmp_path, FigureResolver("en", figure_sources(measurements), None))
+    resolved = resolve_strings(strings, tmp_path, FigureResolver("en", measurements, None))
     assert resolved["common.tps_note"] == "TPS holds up" and resolved["timeline.caption"] == "Decode collapses.\n"
     assert resolved["common.play"] == "Play"
 

@@ -49,10 +49,8 @@ def test_prefill_time_plots_measured_time_over_linear_and_attention_work(measure
 
 def test_prefill_linear_work_grows_with_every_block_matrix_per_token_and_counts_the_lm_head_once(trace):
     """The model runs the LM head on the last position only, so the chart charges it once."""
-    from hooks.demos.figures.flops import prefill_flops_split
-
     m = trace["model"]
-    (linear_100, attention_100), (linear_200, _) = prefill_flops_split(m, 100), prefill_flops_split(m, 200)
+    (linear_100, attention_100), (linear_200, _) = prefill.prefill_flops_split(m, 100), prefill.prefill_flops_split(m, 200)
     q, kv = m["heads"] * m["head_dim"], m["kv_heads"] * m["head_dim"]
     block_matrices = m["layers"] * (m["d_model"] * (2 * q + 2 * kv) + 3 * m["d_model"] * m["d_ff"])
     assert (linear_200 - linear_100) / 100 == 2 * block_matrices

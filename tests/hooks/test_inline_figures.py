@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from mkdocs.exceptions import PluginError
 
 from hooks.demos import formatting as fmt
-from hooks.demos.inline_figures import FigureResolver, figure_sources, find_refs, replace_figures
+from hooks.demos.inline_figures import FigureResolver, find_refs, replace_figures
 
 PAGE_READOUTS = {"conversation": {"prompt_tokens": 1234, "answer_tokens": 48, "ttft_ms": 261.4,
                                   "decode_ms_per_token": 34.12, "tps": 29.3}}
 
 
 def resolver(measurements, lang: str = "en", page=PAGE_READOUTS) -> FigureResolver:
-    return FigureResolver(lang, figure_sources(measurements), page)
+    return FigureResolver(lang, measurements, page)
 
 
 TITLES = {"measured": lambda: "Measured on Test CPU", "projected": lambda: "Projected <from specs>"}
@@ -119,8 +121,7 @@ def test_sweep_growths_and_the_tps_drop(measurements):
 
 
 def test_prefill_work_and_utilisation_come_from_the_cost_model(measurements):
-    counts = measurements.simulator.expected_counts
-    flops = {n: counts(new_tokens=n, past_tokens=0)["flops"] for n in (128, 512, 4096)}
+    flops = {n: measurements.simulator.pass_cost(n, 0).flops for n in (128, 512, 4096)}
     assert figure(measurements, "sweep.prefill_work_growth").value == pytest.approx(flops[4096] / flops[128])
     ttft_512 = 0.5 * 512 + 512 * 512 / 4000  # the test sweep's TTFT in ms
     util = figure(measurements, "sweep.prefill_util@512")
@@ -128,11 +129,9 @@ def test_prefill_work_and_utilisation_come_from_the_cost_model(measurements):
 
 
 def test_decode_bytes_growth_counts_weights_and_the_whole_cache_from_the_cost_model(measurements):
-    counts = measurements.simulator.expected_counts
-
-    def step_bytes(context: int) -> int:
-        step = counts(new_tokens=1, past_tokens=context)
-        return step["weights"] + step["kv_read"] + step["kv_written"]
+    def step_bytes(context: int) -> float:
+        step = measurements.simulator.pass_cost(1, context)
+        return step.weight_bytes + step.kv_read_bytes + step.kv_written_bytes
 
     growth = figure(measurements, "sweep.decode_bytes_growth", "zh")
     assert growth.value == pytest.approx(step_bytes(4096) / step_bytes(128)) and growth.value > 1
@@ -145,8 +144,8 @@ def test_the_ridge_and_where_prefill_crosses_it_on_the_build_machine(measurement
     crossover = figure(measurements, "machine.prefill_crossover_tokens").value
 
     def intensity(n: int) -> float:
-        c = measurements.simulator.expected_counts(new_tokens=n, past_tokens=0)
-        return c["flops"] / (c["weights"] + c["kv_read"] + c["kv_written"])
+        c = measurements.simulator.pass_cost(n, 0)
+        return c.flops / (c.weight_bytes + c.kv_read_bytes + c.kv_written_bytes)
 
     assert intensity(int(crossover)) >= 8.0 > intensity(int(crossover) - 1)
     assert figure(measurements, "roofline.prompt_tokens").value == 512
@@ -159,7 +158,7 @@ VALIDATION = [{"id": "llama-2-7b/apple-m2-ultra/q4_0/tg128", "model": "llama-2-7
 
 
 def fake_resolver(rows: list[dict], validation: list[dict] = VALIDATION) -> FigureResolver:
-    return FigureResolver("en", lambda: {"projections": lambda: {"projections": rows, "validation": validation}}, {})
+    return FigureResolver("en", SimpleNamespace(projections=lambda: {"projections": rows, "validation": validation}), {})
 
 
 def test_published_measurements_by_id_with_their_source_as_the_title():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import markdown
 
 from hooks import markup_hook
-from hooks.page_markup import (
+from hooks.markup_hook import (
     drop_head_alternates,
     label_table_rows,
     load_theme_script_on_engagement,

@@ -162,8 +162,3 @@ def trace_rows(r: dict[str, Any], strings: Strings) -> list[tuple[str, str]]:
             (strings["common.tps"], fmt.tps(r["tps"], lang)),
             (strings["common.kv_cache"], fmt.nbytes(r["kv_bytes_final"], lang))]
 
-
-def phase_readout(ttft_ms: float, decode_ms: float) -> dict[str, float]:
-    """TTFT, decode pace and the TPS it makes, for the sweep and projection rows the demos show."""
-    return {"ttft_ms": ttft_ms, "decode_ms_per_token": decode_ms, "tps": 1000.0 / decode_ms if decode_ms else 0.0}
-

@@ -7,7 +7,7 @@ from typing import Any
 
 from hooks.demos import formatting as fmt
 from hooks.demos.blocks import DemoBlock
-from hooks.demos.builders.common import Demo, base, fallback, measured_source, phase_readout, projected_source
+from hooks.demos.builders.common import Demo, base, fallback, measured_source, projected_source
 from hooks.demos.figures import timeline as timeline_figures
 from hooks.demos.measurements import (
     DEFAULT_PROJECTION,
@@ -20,9 +20,11 @@ from hooks.demos.strings import Strings
 
 
 def source(source_id: str, label: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """One choice of the source picker: its name and its readouts by prompt length."""
+    """One choice of the source picker: its name and, by prompt length, TTFT, decode pace and the TPS it makes."""
     return {"id": source_id, "label": label,
-            "points": [{"prompt_tokens": r["prompt_tokens"], **phase_readout(r["ttft_ms"], r["decode_ms_per_token"])}
+            "points": [{"prompt_tokens": r["prompt_tokens"], "ttft_ms": r["ttft_ms"],
+                        "decode_ms_per_token": r["decode_ms_per_token"],
+                        "tps": 1000.0 / r["decode_ms_per_token"] if r["decode_ms_per_token"] else 0.0}
                        for r in sorted(rows, key=lambda r: r["prompt_tokens"])]}
 
 

@@ -27,7 +27,6 @@ BOTTOM = 88  # axis ticks and title under the plot, then the source note
 # category names on x and y.
 TEXT_KEYS = frozenset({"text", "name", "ticktext", "prefix", "suffix", "customdata", "hovertemplate", "x", "y",
                        "texttemplate"})
-SKIPPED_KEYS = frozenset({"meta"})
 # The only markup the builders themselves put in hover templates.
 OWN_MARKUP = {"&lt;br&gt;": "<br>", "&lt;extra&gt;&lt;/extra&gt;": "<extra></extra>"}
 SIGNIFICANT_DIGITS = 4
@@ -39,23 +38,20 @@ def plot_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _hover_text(template: str) -> str:
-    """A hover template escaped like any label, keeping the line breaks and <extra></extra> it needs."""
-    escaped = plot_text(template)
-    for entity, tag in OWN_MARKUP.items():
-        escaped = escaped.replace(entity, tag)
+def _escaped(value: Any, key: str) -> Any:
+    """A label escaped; a template keeps the line breaks and <extra></extra> it needs."""
+    if isinstance(value, list):
+        return [_escaped(item, key) for item in value]
+    if not isinstance(value, str):
+        return value
+    escaped = plot_text(value)
+    if key in ("hovertemplate", "texttemplate"):
+        for entity, tag in OWN_MARKUP.items():
+            escaped = escaped.replace(entity, tag)
     return escaped
 
 
-def _escaped(value: Any, key: str) -> Any:
-    if isinstance(value, str):
-        return _hover_text(value) if key in ("hovertemplate", "texttemplate") else plot_text(value)
-    if isinstance(value, list):
-        return [_escaped(item, key) for item in value]
-    return value
-
-
-def escape_labels(node: Any) -> Any:
+def escape_labels(node: Any) -> None:
     """Escape every label string in a figure dict, in place (titles, axis titles, legend names,
     annotations, hover templates, tick text). Builders pass raw strings; this is the one place they
     become Plotly text."""
@@ -64,13 +60,10 @@ def escape_labels(node: Any) -> Any:
             escape_labels(item)
     elif isinstance(node, dict):
         for key, value in node.items():
-            if key in SKIPPED_KEYS:
-                continue
             if key in TEXT_KEYS and not isinstance(value, dict):
                 node[key] = _escaped(value, key)
             else:
                 escape_labels(value)
-    return node
 
 
 def round_floats(node: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:
@@ -82,6 +75,11 @@ def round_floats(node: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:
     if isinstance(node, dict):
         return {key: round_floats(value, digits) for key, value in node.items()}
     return node
+
+
+def log_range(values: list[float], pad: float) -> list[float]:
+    """A log-axis range covering every value, with `pad` decades either side."""
+    return [math.log10(min(values)) - pad, math.log10(max(values)) + pad]
 
 
 def base_layout(title: str, source: str, *, height: int = 380) -> dict[str, Any]:
@@ -107,11 +105,8 @@ def base_layout(title: str, source: str, *, height: int = 380) -> dict[str, Any]
 
 def to_dict(figure: go.Figure) -> dict[str, Any]:
     """The figure as plain JSON data for the demo file (plotly's own encoder, typed arrays as bdata),
-    with its source note added under the plot and its title as plain text in `label` (the chart's
-    accessible name: the browser sets it as an attribute, never as markup).
-
-    An animated figure's frames are named by their index, in the order its builder made them; the demo's
-    data says which frame draws what (its `frame` fields)."""
+    with its source note added under the plot, its frames named by index, and its title as plain text in
+    `label` (the chart's accessible name: the browser sets it as an attribute, never as markup)."""
     meta = figure.layout.meta or {}
     if meta.get("source"):
         figure.add_annotation(text=meta["source"], showarrow=False, xref="paper", yref="paper", x=0, y=0,
@@ -121,13 +116,7 @@ def to_dict(figure: go.Figure) -> dict[str, Any]:
     data["label"] = data["layout"]["title"]["text"]
     for index, frame in enumerate(data.get("frames") or []):
         frame["name"] = str(index)
-    return finish(data)
-
-
-def finish(data: dict[str, Any]) -> dict[str, Any]:
-    """Last step of every builder: labels escaped for Plotly, floats rounded (smaller JSON)."""
+    # Labels escaped for Plotly, floats rounded (smaller JSON).
     data = round_floats(data)
-    escape_labels(data.get("layout"))
-    escape_labels(data.get("data"))
-    escape_labels(data.get("frames"))
+    escape_labels([data.get("layout"), data.get("data"), data.get("frames")])
     return data

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import plotly.graph_objects as go
 
-from hooks.demos.figures.common import base_layout, to_dict
+from hooks.demos.figures.common import base_layout, log_range, to_dict
 from hooks.demos.strings import Strings
 
 MASK_SHAPE = "pd-mask"  # decode.js and charts.js find the mask by this name
-
-
-def attention_rows(trace: dict[str, Any]) -> tuple[list[int], list[list[float]]]:
-    """(step indices, attention weights over cached positions) of the steps that recorded attention."""
-    steps = [s for s in trace["steps"] if s.get("attention") and s.get("phase") == "decode"]
-    return [s["index"] for s in steps], [list(s["attention"]["weights"]) for s in steps]
 
 
 def position_labels(trace: dict[str, Any], positions: int) -> list[str]:
@@ -33,9 +26,8 @@ def attention(trace: dict[str, Any], strings: Strings, source: str) -> dict[str,
     Its cells travel once, as the decode demo's steps' `attention`: decode.js fills z from them. It has
     no frames: the page's player shows the rows decoded so far by moving a mask over the rest, which
     redraws no heatmap per token."""
-    _, rows = attention_rows(trace)
-    if not rows:  # a one-token answer has no decode step
-        rows = [[]]
+    rows = [list(s["attention"]["weights"]) for s in trace["steps"] if s.get("attention") and s["phase"] == "decode"]
+    rows = rows or [[]]  # a one-token answer has no decode step
     width = max((len(r) for r in rows), default=0)
     labels = [strings.format("decode.step_label", n=i + 1) for i in range(len(rows))]
     # zsmooth "fast" paints one pixel per cell and lets the browser scale it (the default paints the
@@ -72,13 +64,7 @@ def cache_vs_recompute(sweep: dict[str, Any], strings: Strings, source: str) -> 
     all_y = [y for y in cached + recompute if y and y > 0]
     figure.update_xaxes(title_text=strings["decode.axis_context"], type="log", tickvals=contexts,
                         ticktext=[f"{c:,}" for c in contexts],
-                        range=_log_range(contexts, pad=0.1))
+                        range=log_range(contexts, pad=0.1))
     figure.update_yaxes(title_text=strings["common.axis_ms_per_token"], type="log",
-                        range=_log_range(all_y, pad=0.15))
+                        range=log_range(all_y, pad=0.15))
     return to_dict(figure)
-
-
-def _log_range(values: list[float], pad: float) -> list[float]:
-    """A log-axis range covering every value, with `pad` decades either side."""
-    low, high = math.log10(min(values)), math.log10(max(values))
-    return [low - pad, high + pad]

@@ -8,8 +8,15 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from hooks.demos.figures.common import DIVERGING, base_layout, to_dict
-from hooks.demos.figures.flops import prefill_flops_split
 from hooks.demos.strings import Strings
+from simulations.cost import ModelShape, prefill_cost
+
+
+def prefill_flops_split(model: dict[str, Any], prompt_tokens: int) -> tuple[float, float]:
+    """(linear, attention) FLOPs of prefilling `prompt_tokens` tokens, by the cost model (simulations/cost.py);
+    `model` is a trace's model summary. Linear counts the LM head once: prefill needs the last position's logits."""
+    cost = prefill_cost(ModelShape.from_summary(model), prompt_tokens)
+    return float(cost.linear_flops + cost.lm_head_flops), float(cost.attention_flops)
 
 
 def token_labels(tokens: list[dict[str, Any]]) -> list[str]:

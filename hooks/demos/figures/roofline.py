@@ -3,12 +3,11 @@ length), and the compute / bandwidth utilisation of each phase, measured and pro
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import plotly.graph_objects as go
 
-from hooks.demos.figures.common import base_layout, to_dict
+from hooks.demos.figures.common import base_layout, log_range, to_dict
 from hooks.demos.strings import Strings
 
 
@@ -38,10 +37,8 @@ def roofline(peaks: dict[str, float], points: list[dict[str, Any]], strings: Str
     figure.update_layout(**base_layout(strings["roofline.title"], source, height=420))
     all_x = xs + [p[ph]["intensity"] for p in points for ph in ("prefill", "decode")]
     all_y = ys + [p[ph]["gflops"] for p in points for ph in ("prefill", "decode")]
-    figure.update_xaxes(title_text=strings["roofline.axis_intensity"], type="log",
-                        range=[math.log10(min(all_x)) - 0.2, math.log10(max(all_x)) + 0.2])
-    figure.update_yaxes(title_text=strings["roofline.axis_gflops"], type="log",
-                        range=[math.log10(min(all_y)) - 0.3, math.log10(max(all_y)) + 0.3])
+    figure.update_xaxes(title_text=strings["roofline.axis_intensity"], type="log", range=log_range(all_x, 0.2))
+    figure.update_yaxes(title_text=strings["roofline.axis_gflops"], type="log", range=log_range(all_y, 0.3))
     return to_dict(figure)
 
 

@@ -1,8 +1,4 @@
-"""The timeline demo's figure: one request drawn to scale — the prefill block, then one tick per token.
-
-One frame per source and prompt length: the demo's data gives each point the index of the frame that
-draws it (`frame`), so the browser never composes or parses a frame name.
-"""
+"""The timeline demo's figure: one request drawn to scale — the prefill block, then one tick per token."""
 
 from __future__ import annotations
 
