@@ -6,10 +6,9 @@ import { createChart } from "../charts.js";
 import { playRecording, prepareStage, readout } from "../stage.js";
 import { answerView, partialLegend, phaseBadge, promptView, renderTurn, rolesLegend } from "../tokens.js";
 
-/** The K and V heatmaps as a cheap update: both traces fade in once prefill has written them (no redraw). */
-function revealHeatmaps(figure) {
-  const traces = figure.data.map((_, i) => i);
-  return (written) => ({ restyle: { opacity: written ? 1 : 0 }, traces });
+/** The K and V heatmaps as a cheap update: every trace fades in once prefill has written them (no redraw). */
+function revealHeatmaps(written) {
+  return { restyle: { opacity: written ? 1 : 0 } };
 }
 
 export function mount(demo, data, { reducedMotion }) {
@@ -34,7 +33,7 @@ export function mount(demo, data, { reducedMotion }) {
   })) : null;
 
   const { kv_heatmap: heatmapFigure, prefill_time: timingFigure } = data.figures;
-  const heatmap = createChart(heatmapFigure, text, { reveal: revealHeatmaps(heatmapFigure) });
+  const heatmap = createChart(heatmapFigure, text, { reveal: revealHeatmaps });
 
   stage.append(
     h("div", { class: "pd-bubble pd-bubble--user" },
