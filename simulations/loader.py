@@ -11,7 +11,6 @@ from .model import Weights
 from .tokenizer import Tokenizer
 
 DEFAULT_MODEL = "smollm2-135m"
-TINY_SEED = 0
 _loaded: dict[str, LoadedModel] = {}  # memo: the hooks ask for the same model once per language
 
 
@@ -49,17 +48,9 @@ def load_model(spec: str | None = None, progress=None) -> LoadedModel:
 
 def _load(spec: str, progress) -> LoadedModel:
     if spec == "tiny":
-        from .tiny import tiny_config, tiny_fingerprint, tiny_tokenizer, tiny_weights
+        from .tiny import tiny_model
 
-        config = tiny_config()
-        return LoadedModel(
-            name="tiny-random",
-            source=f"seeded random weights (seed {TINY_SEED}), byte-level tokenizer",
-            config=config,
-            weights=tiny_weights(config, TINY_SEED),
-            tokenizer=tiny_tokenizer(),
-            fingerprint=tiny_fingerprint(config, TINY_SEED),
-        )
+        return tiny_model()
     from .gguf_loader import load_gguf
 
     if spec == DEFAULT_MODEL:

@@ -1,8 +1,11 @@
-"""Where downloaded and derived model files live: a per-user cache, never the repository."""
+"""Where downloaded and derived model files live (a per-user cache, never the repository), and their digests."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -14,3 +17,25 @@ def cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return base / "prefill-decode"
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, remembered per (path, size, mtime) so big files are hashed once."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
+    memo_file = cache_dir() / "sha256-memo.json"
+    try:
+        memo = json.loads(memo_file.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    if key not in memo:
+        with path.open("rb") as f:
+            memo[key] = hashlib.file_digest(f, "sha256").hexdigest()
+        memo_file.parent.mkdir(parents=True, exist_ok=True)
+        # Written whole then renamed, so a process reading the memo meanwhile never sees half a file.
+        fd, tmp = tempfile.mkstemp(dir=memo_file.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(memo))
+        os.replace(tmp, memo_file)
+    return memo[key]

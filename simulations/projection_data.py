@@ -135,18 +135,18 @@ def projection_dtypes() -> tuple[str, ...]:
 
 
 def check_known(ids: list[str], known: dict[str, Any], what: str) -> None:
+    """Fail, naming the allowed ones, if any of `ids` is not a key of `known` (a model or device id)."""
     unknown = [i for i in ids if i not in known]
     if unknown:
-        raise ValueError(f"unknown {what} {', '.join(unknown)} — allowed: {', '.join(known)}")
+        raise ValueError(f"unknown {what} {', '.join(map(repr, unknown))} — allowed: {', '.join(known)}")
 
 
 def check_published(result: dict[str, Any]) -> None:
     """A published row must name a known model, device and precision, and a phase the test implies."""
     where = f"simulations/data/accelerators.json: published result {result.get('id', '?')!r}"
-    for key, known in (("model", load_data("models")["models"]), ("device", load_data("accelerators")["devices"])):
-        if result.get(key) not in known:
-            raise ValueError(f"{where}: unknown {key} {result.get(key)!r} — allowed: {', '.join(known)}")
     try:
+        check_known([result.get("model")], load_data("models")["models"], "model")
+        check_known([result.get("device")], load_data("accelerators")["devices"], "device")
         precision_of(result.get("precision", ""))
     except ValueError as error:
         raise ValueError(f"{where}: {error}") from None

@@ -1,30 +1,10 @@
-"""Roofline projections of prefill and decode onto real accelerators.
+"""Roofline projections of prefill and decode onto real accelerators: a bound, not a measurement.
 
-Each phase takes as long as its slower ceiling allows:
-
-    time = max(FLOPs / peak FLOP/s, bytes moved / memory bandwidth)
-
-with FLOPs and bytes counted from the model's shapes and the device's figures taken from vendor
-datasheets (simulations/data/accelerators.json). No efficiency factors: a projection is the best case
-the hardware permits — a bound real software stays under. `validate()` sets published llama.cpp
-measurements beside their bounds (see simulations/PROJECTIONS.md for the method and its limits).
-
-Conventions (kept deliberately simple and explicit):
-- Precisions (models.json → precisions): fp16, q8_0, q4_0, q4_k_m; `q4` is an alias of q4_0. Weights
-  take the format's bits per weight, or a real GGUF file's (file size ÷ parameters, as llama-bench
-  prints them) where models.json has one for that model.
-- Compute rate: fp16 weights at the device's dense fp16 tensor rate; quantized weights at its int8
-  rate where it has one (llama.cpp multiplies quantized weights by int8-quantized activations on
-  tensor cores), else at fp16 (dequantized inside the matmul).
-- The KV cache is fp16: 2 (K and V) × layers × KV heads × head dim × 2 bytes per token.
-- FLOPs and bytes of a pass come from the one cost model, `simulations/cost.py` (the numpy model's
-  counts are checked against it), at the device's bits per weight and an fp16 KV cache: every weight
-  read once per pass (layers, norms, LM head, the new tokens' embedding rows), the K and V rows read
-  and written.
-- Prefill produces the first token, so only the last position goes through the LM head.
-  Attention is causal: T(T+1)/2 query-key pairs, as flash-attention kernels compute.
-- A decode step with `context` tokens already cached reads them and its own new row, writes that
-  row, and attends over context + 1 positions. Activations are not counted: they stay on chip or are tiny.
+time = max(FLOPs / peak FLOP/s, bytes moved / memory bandwidth) per phase, with FLOPs and bytes from the
+one cost model (`cost.py`) at the device's bits per weight and an fp16 KV cache, and the device's figures
+from vendor datasheets (`projection_data.py`). No efficiency factors: real software stays under the bound;
+`validate()` sets published llama.cpp measurements beside theirs. The method, its conventions (precisions,
+compute rates, what is counted) and its limits: simulations/PROJECTIONS.md.
 """
 
 from __future__ import annotations
@@ -45,24 +25,20 @@ LONGEST_PROMPT_SEARCHED = 1 << 24  # a prefill still memory-bound here never bec
 # --- counting: the one cost model (simulations/cost.py), at the device's widths ---------------------
 
 
-def shape(m: dict[str, Any]) -> ModelShape:
-    return ModelShape.from_models_json(m)
-
-
 def weight_bytes(m: dict[str, Any], bits: float) -> float:
     """Bytes of every weight held in memory at `bits` per weight (an untied LM head counted apart)."""
-    return cost.weight_bytes(shape(m), bits / 8)
+    return cost.weight_bytes(ModelShape.from_models_json(m), bits / 8)
 
 
 def kv_bytes_per_token(m: dict[str, Any]) -> float:
-    return cost.kv_bytes_per_token(shape(m), KV_BYTES_PER_VALUE)
+    return cost.kv_bytes_per_token(ModelShape.from_models_json(m), KV_BYTES_PER_VALUE)
 
 
 def phase_cost(m: dict[str, Any], bits: float, phase: str, tokens: int) -> cost.PassCost:
     """FLOPs and bytes of a prefill of `tokens` prompt tokens, or of one decode step with `tokens` already
     cached, at `bits` per weight and an fp16 KV cache."""
     of = cost.prefill_cost if phase == "prefill" else cost.decode_cost
-    return of(shape(m), tokens, bytes_per_weight=bits / 8, bytes_per_kv_value=KV_BYTES_PER_VALUE)
+    return of(ModelShape.from_models_json(m), tokens, bytes_per_weight=bits / 8, bytes_per_kv_value=KV_BYTES_PER_VALUE)
 
 
 # --- the roofline ----------------------------------------------------------------------------------

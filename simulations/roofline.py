@@ -29,10 +29,9 @@ GEMM_SIZE = 2048  # 2048³ float32: 17 GFLOP, large enough to reach BLAS peak, s
 STREAM_BYTES = 256 * 2**20  # 256 MiB per array: 8× a 32 MiB last-level cache, so every byte comes from DRAM
 
 
-def _timed_runs(run: Callable[[], object], repeats: int, warmup: int = 1) -> list[float]:
-    """Wall times of `repeats` calls of `run()`, after `warmup` untimed calls."""
-    for _ in range(warmup):
-        run()
+def _timed_runs(run: Callable[[], object], repeats: int) -> list[float]:
+    """Wall times of `repeats` calls of `run()`, after one untimed call."""
+    run()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -41,19 +40,20 @@ def _timed_runs(run: Callable[[], object], repeats: int, warmup: int = 1) -> lis
     return times
 
 
-def median_seconds(run: Callable[[], object], repeats: int, warmup: int = 1) -> float:
+def median_seconds(run: Callable[[], object], repeats: int) -> float:
     """Median wall time of `run()`: what a phase typically takes."""
-    return statistics.median(_timed_runs(run, repeats, warmup))
+    return statistics.median(_timed_runs(run, repeats))
 
 
-def best_seconds(run: Callable[[], object], repeats: int, warmup: int = 1) -> float:
+def best_seconds(run: Callable[[], object], repeats: int) -> float:
     """Shortest wall time of `run()`: a ceiling is the best rate the machine reached (as STREAM reports),
     so other work sharing the cores during some runs lowers it less than a median would."""
-    return min(_timed_runs(run, repeats, warmup))
+    return min(_timed_runs(run, repeats))
 
 
-def gemm_gflops(repeats: int = 5, n: int = GEMM_SIZE) -> float:
-    """Best float32 GEMM throughput (GFLOP/s) for an n×n by n×n product: 2n³ FLOPs."""
+def gemm_gflops(repeats: int) -> float:
+    """Best float32 GEMM throughput (GFLOP/s) for an n×n by n×n product (n = GEMM_SIZE): 2n³ FLOPs."""
+    n = GEMM_SIZE
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n), dtype=np.float32)
     b = rng.standard_normal((n, n), dtype=np.float32)
@@ -62,17 +62,17 @@ def gemm_gflops(repeats: int = 5, n: int = GEMM_SIZE) -> float:
     return 2.0 * n**3 / seconds / 1e9
 
 
-def copy_gbps(repeats: int = 5, nbytes: int = STREAM_BYTES) -> float:
-    """Best large-array copy bandwidth (GB/s), counting the bytes read plus the bytes written."""
-    src = np.ones(nbytes // 4, dtype=np.float32)
+def copy_gbps(repeats: int) -> float:
+    """Best copy bandwidth (GB/s) of a STREAM_BYTES array, counting the bytes read plus the bytes written."""
+    src = np.ones(STREAM_BYTES // 4, dtype=np.float32)
     dst = np.empty_like(src)
     seconds = best_seconds(lambda: np.copyto(dst, src), repeats)
-    return 2.0 * nbytes / seconds / 1e9
+    return 2.0 * STREAM_BYTES / seconds / 1e9
 
 
-def gemv_gbps(repeats: int = 5, nbytes: int = STREAM_BYTES) -> float:
-    """Best matrix-vector bandwidth (GB/s): the bytes of a float32 matrix read once per product."""
-    n = int((nbytes // 4) ** 0.5)
+def gemv_gbps(repeats: int) -> float:
+    """Best matrix-vector bandwidth (GB/s): the bytes of a STREAM_BYTES float32 matrix read once per product."""
+    n = int((STREAM_BYTES // 4) ** 0.5)
     rng = np.random.default_rng(0)
     matrix = rng.standard_normal((n, n), dtype=np.float32)
     vector = rng.standard_normal(n, dtype=np.float32)

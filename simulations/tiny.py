@@ -12,6 +12,7 @@ import json
 import numpy as np
 
 from .config import ModelConfig
+from .loader import LoadedModel
 from .model import LayerWeights, Weights
 from .tokenizer import TOKEN_TYPE_CONTROL, Tokenizer, byte_level_alphabet
 
@@ -77,6 +78,10 @@ def tiny_weights(config: ModelConfig, seed: int = 0) -> Weights:
     return Weights(token_embedding=embedding, layers=layers, final_norm=norm(), lm_head=head)
 
 
-def tiny_fingerprint(config: ModelConfig, seed: int) -> str:
+def tiny_model(seed: int = 0) -> LoadedModel:
+    """The model `load_model("tiny")` gives; its fingerprint (for cache keys) hashes the config and the seed."""
+    config = tiny_config()
     payload = json.dumps({"config": config.to_dict(), "seed": seed}, sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return LoadedModel(name="tiny-random", source=f"seeded random weights (seed {seed}), byte-level tokenizer",
+                       config=config, weights=tiny_weights(config, seed), tokenizer=tiny_tokenizer(),
+                       fingerprint=hashlib.sha256(payload.encode()).hexdigest())

@@ -120,8 +120,8 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         return self.hf.encode(text, add_special_tokens=False).ids
 
-    def decode(self, ids: list[int], skip_special: bool = False) -> str:
-        return self.hf.decode(list(ids), skip_special_tokens=skip_special)
+    def decode(self, ids: list[int]) -> str:
+        return self.hf.decode(list(ids), skip_special_tokens=False)
 
     def token_bytes(self, token_id: int) -> bytes:
         if token_id in self.special_ids:

@@ -47,9 +47,10 @@ def _step(step: Step, model: LoadedModel) -> dict:
     return out
 
 
-def prepare_prompt(model: LoadedModel, prompt: str, chat: bool, system_prompt: str | None) -> tuple[str, list[int], dict]:
-    """(rendered text, token ids, system-prompt facts and each token's role); raises PromptError for
-    empty or too-long prompts. Roles: "user" (the prompt itself), "system", "template"."""
+def prepare_prompt(model: LoadedModel, prompt: str, chat: bool, system_prompt: str | None) -> tuple[dict, list[int], dict]:
+    """(the trace's `prompt`, its token ids, the system-prompt settings); raises PromptError for empty or
+    too-long prompts. `prompt`: the reader's text, the text the model read, and its tokens as shown, each
+    with its bytes and its role ("template", "system", or "user": the reader's own words)."""
     if not prompt or not prompt.strip():
         raise PromptError("the prompt is empty — give some text to send to the model")
     if chat:
@@ -65,14 +66,9 @@ def prepare_prompt(model: LoadedModel, prompt: str, chat: bool, system_prompt: s
         raise PromptError(
             f"the prompt is {len(ids)} tokens; the model's context holds {limit} tokens including the answer"
         )
-    return text, ids, {**system, "roles": model.tokenizer.roles(ids, text, spans)}
-
-
-def prompt_record(model: LoadedModel, prompt: str, rendered: str, ids: list[int], roles: list[str]) -> dict:
-    """The trace's `prompt`: the reader's text, the text the model read, and its tokens as shown,
-    each with its bytes and its role (chat template, system prompt or the reader's own words)."""
+    roles = model.tokenizer.roles(ids, text, spans)
     tokens = [{**shown, "role": role} for shown, role in zip(model.tokenizer.display(ids), roles, strict=True)]
-    return {"text": prompt, "rendered": rendered, "tokens": tokens, "chars": len(prompt)}
+    return {"text": prompt, "rendered": text, "tokens": tokens, "chars": len(prompt)}, ids, system
 
 
 def record(model: LoadedModel, prompt: str, *, max_new_tokens: int = 64, chat: bool = True,
@@ -81,8 +77,7 @@ def record(model: LoadedModel, prompt: str, *, max_new_tokens: int = 64, chat: b
     """Generate an answer to `prompt` and return the trace (see README.md for every field)."""
     if max_new_tokens < 1:
         raise PromptError("max_new_tokens must be at least 1")
-    text, prompt_ids, system = prepare_prompt(model, prompt, chat, system_prompt)
-    roles = system.pop("roles")
+    prompt_json, prompt_ids, system = prepare_prompt(model, prompt, chat, system_prompt)
     max_new_tokens = min(max_new_tokens, model.config.max_context - len(prompt_ids))
     tokenizer = model.tokenizer
     cache = KVCache.empty(model.config, len(prompt_ids) + max_new_tokens - 1)
@@ -109,7 +104,7 @@ def record(model: LoadedModel, prompt: str, *, max_new_tokens: int = 64, chat: b
         "machine": machine_info(),
         "settings": {"max_new_tokens": max_new_tokens, "chat": chat, **system, "temperature": temperature,
                      "top_k": top_k, "seed": seed},
-        "prompt": prompt_record(model, prompt, text, prompt_ids, roles),
+        "prompt": prompt_json,
         "steps": steps,
         "kv_slice": {
             "layer": layer, "kv_head": 0, "dims": dims,

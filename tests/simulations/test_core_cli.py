@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from simulations.cli import main
 
 
@@ -54,3 +56,17 @@ def test_project_prints_projections_labelled_as_projected(capsys):
     assert main(["project", "--json", "--models", "smollm2-135m"]) == 0
     rows = json.loads(capsys.readouterr().out)["projections"]
     assert {"model", "device", "dtype", "prompt_tokens", "ttft_ms", "tps", "sources"} <= rows[0].keys()
+
+
+def test_options_left_out_take_the_functions_own_defaults(capsys):
+    assert main(["record", "--prompt", "Hi", "--model", "tiny", "--json"]) == 0
+    settings = json.loads(capsys.readouterr().out)["settings"]
+    chosen = {key: settings[key] for key in ("max_new_tokens", "chat", "temperature", "top_k", "seed")}
+    assert chosen == {"max_new_tokens": 64, "chat": True, "temperature": 0.0, "top_k": None, "seed": 0}
+
+
+def test_a_count_below_one_is_refused_naming_what_is_allowed(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep", "--model", "tiny", "--decode-steps", "0"])
+    assert exited.value.code == 2
+    assert "--decode-steps: expected a whole number of at least 1, got '0'" in capsys.readouterr().err

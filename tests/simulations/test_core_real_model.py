@@ -111,9 +111,9 @@ def test_the_template_and_default_system_prompt_are_most_of_a_short_question(smo
 
     from simulations.trace import prepare_prompt
 
-    _, ids, facts = prepare_prompt(smollm, PROMPT, chat=True, system_prompt=None)
+    prompt, ids, _ = prepare_prompt(smollm, PROMPT, chat=True, system_prompt=None)
     assert len(ids) == 37
-    assert Counter(facts["roles"]) == {"user": 7, "system": 16, "template": 14}
+    assert Counter(token["role"] for token in prompt["tokens"]) == {"user": 7, "system": 16, "template": 14}
 
 
 def test_default_system_prompt_comes_from_the_gguf_template(smollm):

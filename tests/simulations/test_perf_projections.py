@@ -9,6 +9,7 @@ import pytest
 
 from simulations import projection_data
 from simulations import projections as pj
+from simulations.cost import ModelShape
 
 REQUIRED_DEVICES = {"h100-sxm", "h100-pcie", "a100-80gb", "a100-80gb-pcie", "rtx-4090", "rtx-3090", "l4",
                     "apple-m1-max-gpu", "apple-m2-ultra-gpu", "apple-m3-max-gpu", "apple-m4-gpu", "apple-m4-max-gpu",
@@ -63,7 +64,7 @@ def test_data_files_cover_the_required_devices_models_and_precisions() -> None:
 @pytest.mark.parametrize("model_id", sorted(projection_data.load_data("models")["models"]))
 def test_parameter_count_from_shapes_matches_the_published_count(model_id: str) -> None:
     m = projection_data.load_data("models")["models"][model_id]
-    assert pj.shape(m).params == pytest.approx(projection_data.value(m["params"]), rel=0.01)
+    assert ModelShape.from_models_json(m).params == pytest.approx(projection_data.value(m["params"]), rel=0.01)
 
 
 def test_kv_bytes_per_token_is_k_and_v_for_every_layer_and_kv_head_in_fp16() -> None:

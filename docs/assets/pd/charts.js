@@ -5,7 +5,7 @@
 import { h, setText } from "./dom.js";
 import { NARROW_PX, narrowLayout } from "./chart-layout.js";
 import { whenEngaged } from "./engagement.js";
-import { applyUpdate, currentScheme, readPalette, themeUpdate, watchPalette } from "./plotly-theme.js";
+import { applyUpdate, readPalette, themeUpdate, watchPalette } from "./plotly-theme.js";
 import { schedule } from "./schedule.js";
 
 const PLOTLY_URL = new URL("../vendor/plotly.min.js", import.meta.url);
@@ -37,7 +37,7 @@ function loadPlotly() {
 function followPalette(chart) {
   if (!drawnCharts.size) {
     watchPalette(() => {
-      const palette = readPalette(currentScheme());
+      const palette = readPalette();
       for (const drawn of drawnCharts) drawn.theme(palette);
     });
   }
@@ -65,7 +65,7 @@ function backgroundBehind(node) {
     const colour = getComputedStyle(element).backgroundColor;
     if (colour && colour !== "transparent" && !/rgba\(.*,\s*0\)$/.test(colour)) return colour;
   }
-  return readPalette(currentScheme()).background;
+  return readPalette().background;
 }
 
 /**
@@ -141,7 +141,7 @@ export function createChart(figure, text, { reveal = null } = {}) {
         // Drawn straight in the frame the page wants (no second redraw to get there).
         shown = reveal ? null : wanted;
         const { data, layout } = figureAt(figure, shown);
-        applyUpdate(layout, themeUpdate(layout, readPalette(currentScheme()), data));
+        applyUpdate(layout, themeUpdate(layout, readPalette(), data));
         // Plotly does not wrap titles: on a phone, a smaller font keeps a long one inside the chart.
         if (plot.clientWidth && plot.clientWidth < NARROW_PX) applyUpdate(layout, narrowLayout(layout, data, plot.clientWidth));
         return Plotly.react(plot, data, layout, CONFIG);

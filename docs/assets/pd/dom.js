@@ -41,7 +41,7 @@ export function setClass(node, name, on) {
 export function makeStrings(strings, root) {
   const missing = new Set();
   return function text(key, vars = {}) {
-    let value = strings && typeof strings[key] === "string" ? strings[key] : null;
+    let value = typeof strings[key] === "string" ? strings[key] : null;
     if (value === null) {
       missing.add(key);
       root.dataset.pdMissingStrings = [...missing].join(" ");

@@ -15,16 +15,10 @@ const MAX_FRAME_MS = 100;
 // A stepper shows each of its frames this long at 1×: long enough to read what changed.
 const STEP_MS = 800;
 
-/** Recorded time of each token; count tokens are visible at time t. */
+/** How many items are visible at time t: those whose tick (ascending) is at most t. */
 export function countAt(ticks, t) {
-  let low = 0;
-  let high = ticks.length;
-  while (low < high) {
-    const mid = (low + high) >> 1;
-    if (ticks[mid] <= t) low = mid + 1;
-    else high = mid;
-  }
-  return low;
+  const hidden = ticks.findIndex((tick) => tick > t);
+  return hidden < 0 ? ticks.length : hidden;
 }
 
 /** Time at which exactly `count` tokens are visible (the moment the last of them appeared). */
@@ -216,9 +210,10 @@ export function createPlayer({
 /**
  * A player over `frames` frames of a chart instead of a recording: count 1…frames, the frame index is
  * count - 1, each frame shown STEP_MS at 1×. Takes createPlayer's options but `ticks`; `start` is a
- * frame index here.
+ * frame index here. Screen readers are told the scrubber's label and value unless `describe` says else.
  */
 export function createStepper({ frames, start = null, ...options }) {
   const ticks = Array.from({ length: frames }, (_, i) => i * STEP_MS);
-  return createPlayer({ ...options, ticks, start: start === null ? null : start + 1, recorded: false });
+  const describe = (state) => `${options.label} ${options.valueText(state)}`;
+  return createPlayer({ describe, ...options, ticks, start: start === null ? null : start + 1, recorded: false });
 }

@@ -4,15 +4,16 @@
 // there is to theme.
 
 const SCHEME_ATTRIBUTES = ["data-md-color-scheme", "data-md-color-media"];
+let printing = false;
 
 /**
- * Resolve Material's CSS variables to plain rgb()/rgba() strings Plotly can parse.
- * `scheme` forces a palette ("default" for print); null reads the page's current one.
+ * Material's CSS variables resolved to plain rgb()/rgba() strings Plotly can parse: the page's palette,
+ * or the light one ("default") while printing.
  */
-export function readPalette(scheme = null) {
+export function readPalette() {
   const host = document.createElement("div");
   host.hidden = true;
-  if (scheme) host.setAttribute("data-md-color-scheme", scheme);
+  if (printing) host.setAttribute("data-md-color-scheme", "default");
   const probe = document.createElement("span");
   host.append(probe);
   document.body.append(host);
@@ -83,12 +84,6 @@ export function applyUpdate(layout, update) {
     node[parts[parts.length - 1]] = value;
   }
   return layout;
-}
-
-/** The scheme figures should use right now: light while printing, else the page's. */
-let printing = false;
-export function currentScheme() {
-  return printing ? "default" : null;
 }
 
 /** Call `callback()` whenever Material's palette changes or the page is printed. */

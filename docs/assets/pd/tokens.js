@@ -12,15 +12,14 @@ function hiddenChip(token) {
 
 /**
  * The prompt's tokenizer pieces as chips; `set(phase)` lights them ("reading" during prefill, "cached"
- * after). Screen readers (and copy/find) get the prompt as one text, not piece by piece — unless
+ * after). Screen readers (and copy/find) get the prompt as one `text`, not piece by piece — unless
  * `inspect` is given ({ list, bytes, partial } labels): then the chips are a list a reader can walk
  * with Tab and the arrow keys, each showing its bytes on hover and on focus.
  */
 export function promptView(tokens, { text = null, inspect = null } = {}) {
   if (inspect) return inspectableView(tokens, inspect);
   const chips = tokens.map(hiddenChip);
-  const whole = text ?? tokens.map((token) => token.text ?? "").join("");
-  const node = h("p", { class: "pd-prompt" }, h("span", { class: "pd-visually-hidden", text: whole }), ...chips);
+  const node = h("p", { class: "pd-prompt" }, h("span", { class: "pd-visually-hidden", text }), ...chips);
   return { node, set: phaseSetter(node) };
 }
 
@@ -94,19 +93,19 @@ export function partialLegend(tokens, text) {
  * the recorded answer (`answer.exact` false), the answer itself is shown once every token is out.
  * Under it, the build's notes: why the answer stops (once it has), and the small-model caveat.
  */
-export function answerView(steps, answer, { waiting, incomplete }) {
+export function answerView(steps, answer, text) {
   const spans = steps.map(({ piece }) => ("bytes" in piece
     ? h("span", { class: "pd-answer__token pd-token pd-token--partial pd-answer__bytes", text: piece.bytes })
     : h("span", { class: "pd-answer__token", text: piece.text })));
   const { exact, notes } = answer;
-  const text = h("span", { class: "pd-answer__text", "data-pd-answer": "" });
-  const placeholder = h("span", { class: "pd-answer__waiting", text: waiting });
-  const why = h("p", { class: "pd-answer__note", hidden: true, text: incomplete });
+  const shown = h("span", { class: "pd-answer__text", "data-pd-answer": "" });
+  const placeholder = h("span", { class: "pd-answer__waiting", text: text("common.waiting") });
+  const why = h("p", { class: "pd-answer__note", hidden: true, text: text("common.incomplete_token") });
   const stopped = notes.stopped ? h("p", { class: "pd-answer__note", hidden: true, text: notes.stopped }) : null;
   const caveat = notes.caveat ? h("p", { class: "pd-answer__note", text: notes.caveat }) : null;
-  const node = h("div", { class: "pd-answer-block" }, h("p", { class: "pd-answer" }, placeholder, text), why, stopped,
+  const node = h("div", { class: "pd-answer-block" }, h("p", { class: "pd-answer" }, placeholder, shown), why, stopped,
     caveat);
-  let shown = 0;
+  let appended = 0;
   let whole = false;
   return {
     node,
@@ -115,22 +114,22 @@ export function answerView(steps, answer, { waiting, incomplete }) {
       if (!exact && complete !== whole) {
         // The pieces do not spell the recorded answer (byte-level tokens): show the answer itself.
         whole = complete;
-        text.textContent = "";
-        shown = 0;
-        if (whole) text.append(h("span", { class: "pd-answer__token", text: answer.text }));
+        shown.textContent = "";
+        appended = 0;
+        if (whole) shown.append(h("span", { class: "pd-answer__token", text: answer.text }));
       }
       if (!whole) {
-        while (shown < count) text.append(spans[shown++]);
-        while (shown > count) spans[--shown].remove();
+        while (appended < count) shown.append(spans[appended++]);
+        while (appended > count) spans[--appended].remove();
         spans.forEach((span, i) => setClass(span, "pd-answer__token--newest", i === count - 1));
       }
       placeholder.hidden = count > 0;
-      why.hidden = !text.querySelector(".pd-answer__bytes");
+      why.hidden = !shown.querySelector(".pd-answer__bytes");
       if (stopped) stopped.hidden = !complete;
     },
     /** The text shown so far (what screen readers are told). */
     shownText() {
-      return text.textContent;
+      return shown.textContent;
     },
   };
 }
@@ -160,11 +159,11 @@ export function phaseOf(state) {
  * One frame of a prompt-and-answer stage, the same in every demo that has one: the phase badge, the
  * prompt chips (lit while prefill reads them, then cached), the answer so far, the clock and the TTFT.
  */
-export function renderTurn({ phase, prompt, answer, elapsed, ttft }, state, { text, format, ticks }) {
+export function renderTurn({ phase, prompt, answer, elapsed, ttft }, state, { text, format, steps }) {
   const current = phaseOf(state);
   phase.set(current);
   prompt.set(current === "prefill" ? "reading" : state.count > 0 ? "cached" : "idle");
   answer.set(state.count);
   setText(elapsed, text("common.elapsed", { ms: format.ms(state.t) }));
-  setText(ttft.value, state.count > 0 ? format.ms(ticks[0]) : "–");
+  setText(ttft.value, state.count > 0 ? format.ms(steps[0].end_ms) : "–");
 }

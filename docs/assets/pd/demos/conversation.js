@@ -1,20 +1,16 @@
 // conversation (two-phases): the prompt as a chat bubble, prefill lighting every prompt token at once,
 // the first token with its TTFT, then the answer at its recorded pace while the KV cache fills.
 import { h, meter, setText } from "../dom.js";
-import { createPlayer } from "../player.js";
-import { keysHint, prepareStage, readout, ticksOf } from "../stage.js";
+import { playRecording, prepareStage, readout } from "../stage.js";
 import { answerView, phaseBadge, promptView, renderTurn, rolesLegend } from "../tokens.js";
 
 export function mount(demo, data, { reducedMotion }) {
   const { stage, text, format } = prepareStage(demo, data, { focusable: true });
   const steps = data.steps;
-  const ticks = ticksOf(steps);
   const fullCache = steps[steps.length - 1].kv_tokens;
 
   const prompt = promptView(data.prompt.tokens, { text: data.prompt.text });
-  const answer = answerView(steps, data.answer, {
-    waiting: text("common.waiting"), incomplete: text("common.incomplete_token"),
-  });
+  const answer = answerView(steps, data.answer, text);
   const phase = phaseBadge(text);
   const elapsed = h("span", { class: "pd-elapsed" });
   const ttft = readout(text("common.ttft"));
@@ -33,14 +29,12 @@ export function mount(demo, data, { reducedMotion }) {
     cache.node,
   );
 
-  const player = createPlayer({
-    root: demo,
-    ticks,
+  playRecording(demo, stage, steps, {
     text,
     reducedMotion,
     describe: () => answer.shownText() || text("common.waiting"),
     render(state) {
-      renderTurn({ phase, prompt, answer, elapsed, ttft }, state, { text, format, ticks });
+      renderTurn({ phase, prompt, answer, elapsed, ttft }, state, { text, format, steps });
       const step = state.count > 0 ? steps[state.count - 1] : null;
       // TPS as the build reports it at this step (none before the first decode step).
       setText(rate.value, step?.tps ? `${format.number(step.tps)} tok/s` : "–");
@@ -49,5 +43,4 @@ export function mount(demo, data, { reducedMotion }) {
         text("common.kv_meter", { tokens: format.number(tokens, 0), bytes: format.bytes(step ? step.kv_bytes : 0) }));
     },
   });
-  stage.append(player.controls, keysHint(demo, text));
 }

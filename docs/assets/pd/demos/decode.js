@@ -3,8 +3,7 @@
 // probabilities, the chosen one marked; a chart of ms/token with the KV cache against full recompute.
 import { h, setAttr, setClass, setText, tokenChip } from "../dom.js";
 import { MASK, createChart } from "../charts.js";
-import { createPlayer } from "../player.js";
-import { keysHint, prepareStage, readout, ticksOf } from "../stage.js";
+import { playRecording, prepareStage, readout } from "../stage.js";
 import { answerView, phaseBadge, phaseOf, rolesLegend } from "../tokens.js";
 
 const CANDIDATES = 5;
@@ -67,7 +66,6 @@ function candidatesView(text) {
 export function mount(demo, data, { reducedMotion }) {
   const { stage, text, format } = prepareStage(demo, data, { focusable: true });
   const steps = data.steps;
-  const ticks = ticksOf(steps);
 
   // The cache holds the rendered prompt, then every generated token once the next step consumes it.
   const cachedTokens = [...data.prompt.tokens, ...steps.map((step) => step.token)];
@@ -77,22 +75,15 @@ export function mount(demo, data, { reducedMotion }) {
   const phase = phaseBadge(text);
   const perToken = readout(text("common.ms_per_token"));
   const elapsed = h("span", { class: "pd-elapsed" });
-  const answer = answerView(steps, data.answer, {
-    waiting: text("common.waiting"), incomplete: text("common.incomplete_token"),
-  });
+  const answer = answerView(steps, data.answer, text);
   const candidates = candidatesView(text);
 
-  const figures = data.figures || {};
-  if (figures.attention) {
-    // The heatmap's cells travel once, as the steps' attention: row i is decode step i's, padded.
-    const rows = steps.filter((step) => step.attention).map((step) => step.attention);
-    const width = Math.max(0, ...rows.map((row) => row.length));
-    figures.attention.data[0].z = rows.length
-      ? rows.map((row) => [...row, ...Array(width - row.length).fill(null)]) : [[]];
-  }
-  const attention = figures.attention
-    ? createChart(figures.attention, text, { reveal: revealRows(figures.attention) }) : null;
-  const compare = figures.cache_vs_recompute ? createChart(figures.cache_vs_recompute, text) : null;
+  const { attention: attentionFigure, cache_vs_recompute: compareFigure } = data.figures;
+  // The heatmap's cells travel once, as the steps' attention: row i is decode step i's, padded.
+  const rows = steps.filter((step) => step.attention).map((step) => step.attention);
+  const width = Math.max(0, ...rows.map((row) => row.length));
+  attentionFigure.data[0].z = rows.length ? rows.map((row) => [...row, ...Array(width - row.length).fill(null)]) : [[]];
+  const attention = createChart(attentionFigure, text, { reveal: revealRows(attentionFigure) });
 
   stage.append(
     h("div", { class: "pd-status" }, counter, phase.node, elapsed, h("dl", { class: "pd-readouts" }, perToken.node)),
@@ -103,7 +94,7 @@ export function mount(demo, data, { reducedMotion }) {
     h("div", { class: "pd-bubble pd-bubble--model" },
       h("span", { class: "pd-bubble__who", text: text("common.answer") }), answer.node),
     candidates.node,
-    attention?.node,
+    attention.node,
   );
 
   const promptLength = data.prompt.tokens.length;
@@ -131,9 +122,7 @@ export function mount(demo, data, { reducedMotion }) {
   }
 
   let lastCount = -1;
-  const player = createPlayer({
-    root: demo,
-    ticks,
+  playRecording(demo, stage, steps, {
     text,
     reducedMotion,
     describe: (state) => (state.count > 0
@@ -142,7 +131,7 @@ export function mount(demo, data, { reducedMotion }) {
     render(state) {
       phase.set(phaseOf(state));
       setText(elapsed, text("common.elapsed", { ms: format.ms(state.t) }));
-      attention?.show(Math.max(state.count - 1, 0)); // token 1 comes from prefill, each later one from a decode step
+      attention.show(Math.max(state.count - 1, 0)); // token 1 comes from prefill, each later one from a decode step
       if (state.count === lastCount) return;
       lastCount = state.count;
       const step = state.count > 0 ? steps[state.count - 1] : null;
@@ -154,6 +143,5 @@ export function mount(demo, data, { reducedMotion }) {
       setAttr(context, "data-pd-cached", step ? step.kv_tokens : 0);
     },
   });
-  stage.append(player.controls, keysHint(demo, text));
-  if (compare) stage.append(compare.node);
+  stage.append(createChart(compareFigure, text).node);
 }

@@ -3,28 +3,23 @@
 // shows measured prefill time against prompt length.
 import { h, meter, setText } from "../dom.js";
 import { createChart } from "../charts.js";
-import { createPlayer } from "../player.js";
-import { keysHint, prepareStage, readout, ticksOf } from "../stage.js";
+import { playRecording, prepareStage, readout } from "../stage.js";
 import { answerView, partialLegend, phaseBadge, promptView, renderTurn, rolesLegend } from "../tokens.js";
 
-/** The K and V heatmaps as a cheap update: both traces fade in once prefill has written them (no redraw). */
-function revealHeatmaps(figure) {
-  const traces = (figure.data || []).map((_, i) => i);
-  return (written) => ({ restyle: { opacity: written ? 1 : 0 }, traces });
+/** The K and V heatmaps as a cheap update: every trace fades in once prefill has written them (no redraw). */
+function revealHeatmaps(written) {
+  return { restyle: { opacity: written ? 1 : 0 } };
 }
 
 export function mount(demo, data, { reducedMotion }) {
   const { stage, text, format } = prepareStage(demo, data, { focusable: true });
   const steps = data.steps;
-  const ticks = ticksOf(steps);
 
   const promptTokenList = data.prompt.tokens;
   const prompt = promptView(promptTokenList, { inspect: {
     list: text("prefill.tokens_list"), bytes: text("common.bytes_label"), partial: text("prefill.partial_token"),
   } });
-  const answer = answerView(steps, data.answer, {
-    waiting: text("common.waiting"), incomplete: text("common.incomplete_token"),
-  });
+  const answer = answerView(steps, data.answer, text);
   const phase = phaseBadge(text);
   const tokens = readout(text("common.prompt_tokens"));
   const ttft = readout(text("common.ttft"));
@@ -37,9 +32,8 @@ export function mount(demo, data, { reducedMotion }) {
     tokens: format.number(projection.prompt_tokens, 0), share: format.percent(projection.share),
   })) : null;
 
-  const figures = data.figures || {};
-  const heatmap = figures.kv_heatmap ? createChart(figures.kv_heatmap, text, { reveal: revealHeatmaps(figures.kv_heatmap) }) : null;
-  const timing = figures.prefill_time ? createChart(figures.prefill_time, text) : null;
+  const { kv_heatmap: heatmapFigure, prefill_time: timingFigure } = data.figures;
+  const heatmap = createChart(heatmapFigure, text, { reveal: revealHeatmaps });
 
   stage.append(
     h("div", { class: "pd-bubble pd-bubble--user" },
@@ -55,31 +49,27 @@ export function mount(demo, data, { reducedMotion }) {
       h("span", { class: "pd-bubble__who", text: text("common.answer") }), answer.node),
     cache.node,
     projected?.node,
-    heatmap?.node,
+    heatmap.node,
   );
 
   setText(tokens.value, format.number(promptTokenList.length, 0));
   if (projected) projected.set(projection.share, format.bytes(projection.kv_bytes));
-  const weights = data.weight_bytes;
 
-  const player = createPlayer({
-    root: demo,
-    ticks,
+  playRecording(demo, stage, steps, {
     text,
     reducedMotion,
     describe: (state) => (state.count > 0
-      ? `${text("common.first_token_at", { ms: format.ms(ticks[0]) })} ${answer.shownText()}` : text("common.waiting")),
+      ? `${text("common.first_token_at", { ms: format.ms(steps[0].end_ms) })} ${answer.shownText()}` : text("common.waiting")),
     render(state) {
-      renderTurn({ phase, prompt, answer, elapsed, ttft }, state, { text, format, ticks });
+      renderTurn({ phase, prompt, answer, elapsed, ttft }, state, { text, format, steps });
       const step = state.count > 0 ? steps[state.count - 1] : null;
       const bytes = step ? step.kv_bytes : 0;
       // This prompt's cache is drawn to the scale of the model's weights, which sit in the same memory.
-      cache.set(weights ? bytes / weights : state.count > 0 ? 1 : 0, text("common.kv_meter", {
+      cache.set(bytes / data.weight_bytes, text("common.kv_meter", {
         tokens: format.number(step ? step.kv_tokens : 0, 0), bytes: format.bytes(bytes),
       }));
-      heatmap?.show(state.count > 0); // prefill writes every row at once, with the first token
+      heatmap.show(state.count > 0); // prefill writes every row at once, with the first token
     },
   });
-  stage.append(player.controls, keysHint(demo, text));
-  if (timing) stage.append(timing.node);
+  stage.append(createChart(timingFigure, text).node);
 }

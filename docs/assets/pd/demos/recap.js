@@ -4,6 +4,5 @@ import { prepareStage } from "../stage.js";
 
 export function mount(demo, data) {
   const { stage, text } = prepareStage(demo, data);
-  const figure = data.figures?.recap;
-  if (figure) stage.append(createChart(figure, text).node);
+  stage.append(createChart(data.figures.recap, text).node);
 }

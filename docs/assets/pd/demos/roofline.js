@@ -5,7 +5,7 @@
 import { h, meter } from "../dom.js";
 import { createChart } from "../charts.js";
 import { createStepper } from "../player.js";
-import { keysHint, prepareStage } from "../stage.js";
+import { keysHint, prepareStage, sourceField } from "../stage.js";
 
 const PHASES = ["prefill", "decode"];
 const KINDS = ["compute_utilization", "bandwidth_utilization"];
@@ -15,10 +15,6 @@ export function mount(demo, data, { reducedMotion }) {
   const sources = new Map(data.sources.map((source) => [source.id, source]));
   const state = { source: data.sources[0].id };  // the build machine's measurement comes first
 
-  const id = demo.id || "pd-roofline";
-  const select = h("select", { class: "pd-select", id: `${id}-source` },
-    ...data.sources.map((source) => h("option", { value: source.id }, source.label)));
-  select.value = state.source;
   const meters = {};
   const groups = PHASES.map((phase) => {
     const rows = KINDS.map((kind) => {
@@ -28,13 +24,12 @@ export function mount(demo, data, { reducedMotion }) {
     return h("div", { class: "pd-utilization" }, h("p", { class: "pd-keys", text: text(`common.phase_${phase}`) }), ...rows);
   });
 
-  const figures = data.figures || {};
-  const roofline = figures.roofline ? createChart(figures.roofline, text) : null;
-  const utilization = figures.utilization ? createChart(figures.utilization, text) : null;
+  const roofline = createChart(data.figures.roofline, text);
+  const utilization = createChart(data.figures.utilization, text);
   // The player steps through the prompt lengths the roofline shows, shortest first; the longest shows first.
-  const lengths = roofline ? data.prompt_lengths : [];
+  const lengths = data.prompt_lengths;
   const lengthText = (index) => format.number(lengths[index].prompt_tokens, 0);
-  const player = lengths.length ? createStepper({
+  const player = createStepper({
     root: demo,
     frames: lengths.length,
     start: lengths.length - 1,
@@ -42,22 +37,20 @@ export function mount(demo, data, { reducedMotion }) {
     reducedMotion,
     label: text("roofline.prompt_length"),
     valueText: (step) => lengthText(step.count - 1),
-    describe: (step) => `${text("roofline.prompt_length")} ${lengthText(step.count - 1)}`,
     render(step) {
       const length = lengths[step.count - 1];
       demo.dataset.pdLength = String(length.prompt_tokens);
       roofline.show(length.frame);
     },
-  }) : null;
+  });
 
   stage.append(
-    roofline?.node,
-    player?.controls,
-    player ? keysHint(demo, text) : null,
-    h("label", { class: "pd-field", for: `${id}-source` },
-      h("span", { text: text("roofline.hardware") }), select),
+    roofline.node,
+    player.controls,
+    keysHint(demo, text),
+    sourceField(demo, data.sources, { label: text("roofline.hardware"), selected: state.source, onChange: choose }),
     h("div", { class: "pd-charts", "aria-live": "polite" }, ...groups),
-    utilization?.node,
+    utilization.node,
   );
 
   function render() {
@@ -69,11 +62,11 @@ export function mount(demo, data, { reducedMotion }) {
       }
     }
     demo.dataset.pdSource = state.source;
-    utilization?.show(values.frame);
+    utilization.show(values.frame);
   }
-  select.addEventListener("change", () => {
-    state.source = select.value;
+  function choose(source) {
+    state.source = source;
     render();
-  });
+  }
   render();
 }

@@ -5,7 +5,7 @@
 import { h, setText } from "../dom.js";
 import { createChart } from "../charts.js";
 import { createStepper } from "../player.js";
-import { keysHint, prepareStage, readout } from "../stage.js";
+import { keysHint, prepareStage, readout, sourceField } from "../stage.js";
 
 export function mount(demo, data, { reducedMotion }) {
   const { stage, text, format } = prepareStage(demo, data, { focusable: true });
@@ -14,15 +14,10 @@ export function mount(demo, data, { reducedMotion }) {
   const lengths = data.sources[0].points.map((point) => point.prompt_tokens);
   const state = { source: data.start.source, index: lengths.indexOf(data.start.prompt_tokens) };
 
-  const id = demo.id || "pd-timeline";
-  const select = h("select", { class: "pd-select", id: `${id}-source` },
-    ...data.sources.map((source) => h("option", { value: source.id }, source.label)));
-  select.value = state.source;
-
   const ttft = readout(text("common.ttft"));
   const tps = readout(text("common.tps"));
   const perToken = readout(text("common.ms_per_token"));
-  const chart = data.figures?.timeline ? createChart(data.figures.timeline, text) : null;
+  const chart = createChart(data.figures.timeline, text);
 
   function render() {
     const length = lengths[state.index];
@@ -32,7 +27,11 @@ export function mount(demo, data, { reducedMotion }) {
     setText(perToken.value, format.ms(values.decode_ms_per_token));
     demo.dataset.pdSource = state.source;
     demo.dataset.pdLength = String(length);
-    chart?.show(values.frame);
+    chart.show(values.frame);
+  }
+  function choose(source) {
+    state.source = source;
+    render();
   }
 
   const lengthText = (index) => format.number(lengths[index], 0);
@@ -44,23 +43,17 @@ export function mount(demo, data, { reducedMotion }) {
     reducedMotion,
     label: text("timeline.prompt_length"),
     valueText: (step) => lengthText(step.count - 1),
-    describe: (step) => `${text("timeline.prompt_length")} ${lengthText(step.count - 1)}`,
     render(step) {
       state.index = step.count - 1;
       render();
     },
   });
-  select.addEventListener("change", () => {
-    state.source = select.value;
-    render();
-  });
-
   stage.append(
     h("div", { class: "pd-fields" },
-      h("label", { class: "pd-field", for: `${id}-source` }, h("span", { text: text("timeline.source") }), select)),
+      sourceField(demo, data.sources, { label: text("timeline.source"), selected: state.source, onChange: choose })),
     player.controls, keysHint(demo, text),
     h("dl", { class: "pd-readouts", "aria-live": "polite", "aria-label": text("timeline.readouts") },
       ttft.node, tps.node, perToken.node),
-    chart?.node,
+    chart.node,
   );
 }
