@@ -112,7 +112,7 @@ def child_cached(quick: bool) -> dict[str, Any]:
 def _link_or_copy(source: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        os.link(source, target)  # keeps size and mtime, so the GGUF's verified-stamp stays valid
+        os.link(source, target)  # no copy of the model file where the file system allows
     except OSError:
         shutil.copy2(source, target)
 
@@ -125,7 +125,8 @@ def prepare_cold_cache(directory: Path) -> None:
     user_cache, gguf = cache_dir(), default_gguf_path()
     if not gguf.is_file():
         sys.exit(f"no cached model at {gguf}: run `python -m simulations fetch` first (the benchmark never downloads)")
-    for path in [gguf, gguf.with_name(gguf.name + ".sha256-ok"), *(user_cache / "wheels").glob("*.whl")]:
+    # The GGUF's checksum memo is keyed by path, so the cold child hashes its copy once, as a fresh download does.
+    for path in [gguf, *(user_cache / "wheels").glob("*.whl")]:
         if path.is_file():
             _link_or_copy(path, directory / path.relative_to(user_cache))
 
