@@ -65,14 +65,14 @@ def user_prompt(model: LoadedModel, user: int, n_tokens: int) -> np.ndarray:
 
 
 def prefilled_caches(model: LoadedModel, users: int, context: int, spare: int) -> list[KVCache]:
-    """`users` caches holding `context` tokens each, with room for `spare` more.
+    """`users` caches holding `context` tokens each, with room for `spare` more, as a server keeps them:
+    neighbouring slots of one block (`KVCache.batch`), so a batch's attention is one product per step.
 
     DISTINCT_PROMPTS prompts are prefilled; user i's cache is a copy of prompt i mod DISTINCT_PROMPTS's.
     """
     config, weights = model.config, model.weights
-    caches = []
-    for user in range(users):
-        cache = KVCache.empty(config, context + spare)
+    caches = KVCache.batch(config, users, context + spare)
+    for user, cache in enumerate(caches):
         if user < DISTINCT_PROMPTS:
             prefill(weights, config, user_prompt(model, user, context), cache)
         else:
@@ -80,7 +80,6 @@ def prefilled_caches(model: LoadedModel, users: int, context: int, spare: int) -
             cache.k[:, :, :context] = source.k[:, :, :context]
             cache.v[:, :, :context] = source.v[:, :, :context]
             cache.length = context
-        caches.append(cache)
     return caches
 
 

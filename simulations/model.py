@@ -8,8 +8,9 @@ The ways to run it are named after what they are, and all are one function, ``fo
   new token. It exists so the article can measure what the KV cache saves.
 - ``decode_batch`` and ``mixed_step``: what a serving engine runs. Many sequences, each with its own
   KV cache, share one pass: their rows go through every matrix product together (one read of the
-  weights), attention runs per sequence. ``mixed_step`` adds a chunk of another prompt (chunked
-  prefill). The three ways above are the one-sequence case of the same pass.
+  weights), attention runs per sequence, over that sequence's cache (for caches that are neighbours in
+  one block, ``KVCache.batch``, with one product for the run). ``mixed_step`` adds a chunk of another
+  prompt (chunked prefill). The three ways above are the one-sequence case of the same pass.
 
 Everything stays float32: numpy 2 promotes float32 arrays combined with a float64 scalar
 (``1 / np.sqrt(d)``) to float64, which silently doubles the bytes and costs 10-20x in speed.
@@ -70,16 +71,31 @@ class KVCache:
     reads them as a plain matrix. ``length`` counts the tokens written so far.
     """
 
-    def __init__(self, k: np.ndarray, v: np.ndarray) -> None:
+    def __init__(self, k: np.ndarray, v: np.ndarray, block: tuple[np.ndarray, np.ndarray, int] | None = None) -> None:
         self.k = k
         self.v = v
         self.length = 0
+        self.block = block  # (keys, values, slot) of the block this cache is slot `slot` of (see `batch`)
 
     @classmethod
     def empty(cls, config: ModelConfig, max_tokens: int) -> KVCache:
         shape = (config.n_layers, config.n_kv_heads, max_tokens, config.head_dim)
         # np.empty: the OS commits pages only when written, so memory grows with `length`.
         return cls(np.empty(shape, dtype=F32), np.empty(shape, dtype=F32))
+
+    @classmethod
+    def batch(cls, config: ModelConfig, users: int, max_tokens: int) -> list[KVCache]:
+        """One cache per user, all slots of one block (layers, users, kv_heads, max_tokens, hd).
+
+        Each user's cache is still its own: its slot, its length. Being neighbours in one array lets
+        `forward` attend for a run of decode rows with one product per step of attention, instead of one
+        per user, as a serving engine's paged KV cache lets one kernel attend for the whole batch.
+        np.zeros, not np.empty: a slot's unused rows are masked, and must hold no NaN that 0 * NaN
+        would spread (zero pages are committed only when written, too).
+        """
+        shape = (config.n_layers, users, config.n_kv_heads, max_tokens, config.head_dim)
+        k, v = np.zeros(shape, dtype=F32), np.zeros(shape, dtype=F32)
+        return [cls(k[:, user], v[:, user], (k, v, user)) for user in range(users)]
 
     @property
     def max_tokens(self) -> int:
@@ -267,6 +283,25 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, observer: Observer = 
     return out.transpose(2, 0, 1, 3).reshape(tq, n_heads * hd)
 
 
+def decode_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Attention of one new token per sequence, for n sequences whose caches are neighbours in one block.
+
+    q: (n, heads, hd); k, v: (n, kv_heads, L, hd), sequence i's keys and values in its first
+    lengths[i] rows (the new token's included), the rest masked. Returns (n, heads * hd), row i what
+    attention(q[i:i+1], k[i, :, :lengths[i]], v[i, :, :lengths[i]]) gives.
+    """
+    n, n_heads, hd = q.shape
+    n_kv, lk = k.shape[1], k.shape[2]
+    q = (q * F32(1.0 / np.sqrt(hd))).reshape(n, n_kv, n_heads // n_kv, hd, 1)
+    scores = np.matmul(k[:, :, None], q).reshape(n, n_kv, n_heads // n_kv, lk)  # K @ q per head, as attention_scores
+    if (lengths < lk).any():  # rows past a sequence's own length belong to no token of it
+        scores += np.where(np.arange(lk) < lengths[:, None], F32(0), F32(-np.inf))[:, None, None, :]
+    scores -= scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores, out=scores)
+    mixed = np.matmul(weights, v) / weights.sum(axis=-1, keepdims=True)  # (n, kv_heads, rep, hd)
+    return mixed.reshape(n, n_heads * hd)
+
+
 def mlp(x: np.ndarray, layer: LayerWeights, observer: Observer = NO_OBSERVER) -> np.ndarray:
     """SwiGLU: down(silu(gate(x)) * up(x))."""
     gate_up = linear(x, layer.w_gate_up, observer=observer)  # (T, 2 d_ff)
@@ -312,24 +347,51 @@ def transformer_block(
         observer.attention(q[rows], keys, values)  # here, on the calling thread, in sequence order
         attending.append((rows, keys, values))
 
-    def attend(index: int) -> None:
-        rows, keys, values = attending[index]
-        mixed[rows] = attention(q[rows], keys, values)  # observed above
+    def attend(indices: list[int]) -> None:  # observed above
+        if len(indices) == 1:
+            rows, keys, values = attending[indices[0]]
+            mixed[rows] = attention(q[rows], keys, values)
+            return
+        # neighbours in one cache block: their slots' keys and values are one array, attended at once
+        block_k, block_v, slot = sequences[indices[0]][1].block
+        lengths = np.array([attending[i][1].shape[1] for i in indices])  # the new token's key included
+        rows = slice(sequences[indices[0]][0].start, sequences[indices[-1]][0].stop)
+        end, n = int(lengths.max()), len(indices)
+        mixed[rows] = decode_attention(q[rows], block_k[layer_index, slot:slot + n, :, :end],
+                                       block_v[layer_index, slot:slot + n, :, :end], lengths)
 
-    # Single-token sequences (decode rows) are dealt out to the cores, every core's share in one
-    # hand-off; a longer one (a prompt or a chunk of one) splits its own query blocks across the
-    # cores instead, so runs on its own.
-    single = [i for i, (rows, _) in enumerate(sequences) if rows.stop - rows.start == 1]
-    if len(single) > 1:
+    # Decode rows (one new token each) are dealt out to the cores, every core's share in one hand-off;
+    # a run of neighbours in one cache block is cut into one piece per core. A longer sequence (a
+    # prompt or a chunk of one) splits its own query blocks across the cores instead, so runs alone.
+    runs = _neighbour_runs(sequences)
+    decode_rows = {i for run in runs for i in run}
+    if len(decode_rows) > 1:
         cores = usable_cores()
-        for_each(lambda first: [attend(i) for i in single[first::cores]], range(min(cores, len(single))))
+        jobs = [piece.tolist() for run in runs for piece in np.array_split(run, min(cores, len(run)))]
+        for_each(lambda first: [attend(job) for job in jobs[first::cores]], range(min(cores, len(jobs))))
     else:
-        single = []
+        decode_rows = set()
     for index in range(len(sequences)):
-        if index not in single:
-            attend(index)
+        if index not in decode_rows:
+            attend([index])
     x = x + linear(mixed, layer.wo, observer=observer)
     return x + mlp(rms_norm(x, layer.mlp_norm, config.rms_eps), layer, observer)
+
+
+def _neighbour_runs(sequences: list[tuple[slice, KVCache | None]]) -> list[list[int]]:
+    """The decode rows (sequences of one new token), as runs of neighbours: consecutive sequences whose
+    caches are consecutive slots of one block (KVCache.batch). Any other decode row is a run of one."""
+    runs: list[list[int]] = []
+    for index, (rows, cache) in enumerate(sequences):
+        if rows.stop - rows.start != 1:
+            continue
+        previous = sequences[index - 1][1] if runs and runs[-1][-1] == index - 1 else None
+        if previous is not None and previous.block and cache is not None and cache.block \
+                and cache.block[0] is previous.block[0] and cache.block[2] == previous.block[2] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return runs
 
 
 def forward(

@@ -79,6 +79,49 @@ def test_many_decode_rows_sharing_the_cores_match_one_by_one(tiny, monkeypatch):
         assert_close(batched[user], decode_step(tiny.weights, tiny.config, token, alone[user]))
 
 
+def users_in_one_block(model, lengths: list[int], spare: int = 4) -> list[KVCache]:
+    """Like users_with_prompts, the caches being neighbouring slots of one block (KVCache.batch)."""
+    caches = KVCache.batch(model.config, len(lengths), max(lengths) + spare)
+    for user, (cache, n) in enumerate(zip(caches, lengths, strict=True)):
+        prefill(model.weights, model.config, np.random.default_rng(user).integers(3, 259, n), cache)
+    return caches
+
+
+@pytest.mark.parametrize("order", ["neighbours", "shuffled", "two blocks and a lone cache"])
+def test_caches_in_one_block_are_attended_together_and_give_each_user_its_own_logits(tiny, order):
+    """Neighbouring slots of one block are attended with one product (their lengths differ: the rows past
+    a user's length are masked); any other order or mix falls back to one user at a time. Same logits."""
+    lengths = [9, 12, 10, 11, 9, 14, 8]
+    block = users_in_one_block(tiny, lengths)
+    if order == "shuffled":
+        block = [block[i] for i in (3, 0, 1, 2, 6, 5, 4)]
+    elif order == "two blocks and a lone cache":
+        block = block[:3] + users_with_prompts(tiny, [13]) + users_in_one_block(tiny, [7, 10, 9])
+    alone = copies(block)
+    tokens = [40 + user for user in range(len(block))]
+    for _ in range(3):  # a few steps: each slot's rows fill in turn
+        batched = decode_batch(tiny.weights, tiny.config, tokens, block)
+        for user, token in enumerate(tokens):
+            assert_close(batched[user], decode_step(tiny.weights, tiny.config, token, alone[user]))
+        tokens = [int(t) for t in np.argmax(batched, axis=-1)]
+    for a, b in zip(block, alone, strict=True):
+        np.testing.assert_allclose(a.k[:, :, : a.length], b.k[:, :, : b.length], rtol=RTOL, atol=1e-6)
+
+
+def test_a_rewound_slot_ignores_the_rows_it_wrote_before(tiny):
+    """A measurement rewinds caches between repeats; rows past a slot's length still hold old keys,
+    which must count for nothing."""
+    block = users_in_one_block(tiny, [9, 11, 10])
+    alone = copies(block)
+    decode_batch(tiny.weights, tiny.config, [50, 51, 52], block)
+    decode_batch(tiny.weights, tiny.config, [53, 54, 55], block)
+    for cache, length in zip(block, [9, 11, 10], strict=True):
+        cache.length = length
+    batched = decode_batch(tiny.weights, tiny.config, [60, 61, 62], block)
+    for user, token in enumerate([60, 61, 62]):
+        assert_close(batched[user], decode_step(tiny.weights, tiny.config, token, alone[user]))
+
+
 @pytest.mark.parametrize("chunk_tokens,chunk_past", [(1, 0), (16, 0), (20, 13)])
 def test_a_mixed_step_equals_the_chunks_prefill_and_the_decode_apart(tiny, chunk_tokens, chunk_past):
     config, weights = tiny.config, tiny.weights
@@ -276,12 +319,12 @@ def test_batch_command_refuses_a_batch_of_zero(capsys):
 def test_real_model_batched_decode_and_mixed_step_match_separate_passes():
     model = load_model("smollm2-135m")
     config, weights = model.config, model.weights
-    users, alone = [], []
+    users, alone = KVCache.batch(config, 3, 34 + 40), []  # the users' caches in one block, as a server keeps them
     for user, n in enumerate([30, 34, 31]):
         prompt = np.random.default_rng(user).integers(100, 40000, n)
-        for group in (users, alone):
-            group.append(KVCache.empty(config, n + 40))
-            prefill(weights, config, prompt, group[-1])
+        alone.append(KVCache.empty(config, n + 40))
+        for cache in (users[user], alone[user]):
+            prefill(weights, config, prompt, cache)
     batched = decode_batch(weights, config, [1000, 2000, 3000], users)
     for user, token in enumerate([1000, 2000, 3000]):
         assert_close(batched[user], decode_step(weights, config, token, alone[user]))
