@@ -62,13 +62,13 @@ def products_alone(model: Any, machine: dict[str, float], repeats: int) -> list[
     weights = model.weights
     matrices = [w for layer in weights.layers for w in (layer.wqkv, layer.wo, layer.w_gate_up, layer.w_down)]
     matrices.append(weights.lm_head)
-    params = sum(w.size for w in matrices)
+    params, nbytes = sum(w.size for w in matrices), sum(w.nbytes for w in matrices)
     rows = []
     for batch in FLOOR_BATCHES:
         inputs = {w.shape[1]: np.random.default_rng(batch).standard_normal((batch, w.shape[1]), dtype=np.float32)
                   for w in matrices}
         ms = 1000 * median_seconds(lambda inputs=inputs: [linear(inputs[w.shape[1]], w) for w in matrices], repeats)
-        flops, nbytes = 2 * batch * params, params * 4
+        flops = 2 * batch * params  # a multiply-add per weight per row; the weights are read once
         rows.append({"batch": batch, "step_ms": ms, "tokens_per_s": batch / ms * 1000,
                      "compute_utilization": flops / ms * 1000 / machine["peak_flops"],
                      "bandwidth_utilization": nbytes / ms * 1000 / machine["bandwidth"]})
