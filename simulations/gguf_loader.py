@@ -22,12 +22,12 @@ import numpy as np
 
 from .config import ModelConfig
 from .errors import ModelFileError
-from .model import LayerWeights, Weights
+from .model import LayerWeights, Weights, column_major
 from .paths import cache_dir, file_sha256
 from .tokenizer import Tokenizer
 
 SUPPORTED_ARCHS = ("llama", "qwen2")
-CACHE_FORMAT = 1  # bump when the layout of the float32 cache changes
+CACHE_FORMAT = 2  # bump when the layout of the float32 cache changes
 LAYER_FIELDS = ("attn_norm", "wqkv", "bqkv", "wo", "mlp_norm", "w_gate_up", "w_down")
 
 
@@ -172,7 +172,8 @@ def _build_cache(path: Path, target: Path, progress=None) -> None:
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".building-"))
     try:
         for name, array in arrays.items():
-            np.save(tmp / f"{name}.npy", np.ascontiguousarray(array, dtype=np.float32))
+            stored = column_major(array) if array.ndim == 2 else np.ascontiguousarray(array, dtype=np.float32)
+            np.save(tmp / f"{name}.npy", stored)  # .npy keeps the order: the memory map is column-major too
         meta = {"format": CACHE_FORMAT, "config": config.to_dict(), "tokenizer": tokenizer.to_state()}
         (tmp / "meta.json").write_text(json.dumps(meta))
         if target.exists():
@@ -185,7 +186,7 @@ def _build_cache(path: Path, target: Path, progress=None) -> None:
 def _page_in(arrays) -> None:
     """Touch one float per 4 KiB page, so the first timed pass (TTFT) does not pay the page faults."""
     for array in arrays:
-        float(array.reshape(-1)[:: 4096 // array.itemsize].sum())
+        float(array.ravel(order="K")[:: 4096 // array.itemsize].sum())  # "K": a view, whatever the order
 
 
 def load_gguf(path: str | Path, progress=None) -> tuple[ModelConfig, Weights, Tokenizer, str]:

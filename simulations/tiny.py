@@ -13,7 +13,7 @@ import numpy as np
 
 from .config import ModelConfig
 from .loader import LoadedModel
-from .model import LayerWeights, Weights
+from .model import LayerWeights, Weights, column_major
 from .tokenizer import TOKEN_TYPE_CONTROL, Tokenizer, byte_level_alphabet
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -55,7 +55,7 @@ def tiny_weights(config: ModelConfig, seed: int = 0) -> Weights:
     c = config
 
     def matrix(rows: int, cols: int) -> np.ndarray:
-        return (rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
+        return column_major(rng.standard_normal((rows, cols)) / np.sqrt(cols))
 
     def norm() -> np.ndarray:
         return (1.0 + 0.1 * rng.standard_normal(c.d_model)).astype(np.float32)

@@ -59,7 +59,7 @@ def test_batched_decode_gives_each_user_the_logits_of_its_own_decode(tiny):
         tokens = [int(t) for t in np.argmax(batched, axis=-1)]
     for a, b in zip(together, alone, strict=True):
         assert a.length == b.length
-        np.testing.assert_allclose(a.k[:, :, : a.length], b.k[:, :, : b.length], rtol=RTOL, atol=1e-6)
+        assert_close(a.k[:, :, : a.length], b.k[:, :, : b.length])
 
 
 def test_a_batch_of_one_is_plain_decode(tiny):
@@ -105,7 +105,7 @@ def test_caches_in_one_block_are_attended_together_and_give_each_user_its_own_lo
             assert_close(batched[user], decode_step(tiny.weights, tiny.config, token, alone[user]))
         tokens = [int(t) for t in np.argmax(batched, axis=-1)]
     for a, b in zip(block, alone, strict=True):
-        np.testing.assert_allclose(a.k[:, :, : a.length], b.k[:, :, : b.length], rtol=RTOL, atol=1e-6)
+        assert_close(a.k[:, :, : a.length], b.k[:, :, : b.length])
 
 
 def test_a_rewound_slot_ignores_the_rows_it_wrote_before(tiny):
