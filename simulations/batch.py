@@ -28,6 +28,7 @@ one by one would cost a minute.
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -97,20 +98,31 @@ def _utilization(flops: float, nbytes: float, ms: float, machine: dict[str, floa
 
 def batched_decode_rows(model: LoadedModel, caches: list[KVCache], batch_sizes: Sequence[int], context: int,
                         repeats: int, machine: dict[str, float], report: Callable[[str, float], None]) -> list[dict]:
-    """Step time of decode_batch for each batch size, every user's cache at `context` tokens."""
+    """Median step time of decode_batch for each batch size, every user's cache at `context` tokens.
+
+    The sizes are timed in rounds, one step of every size per round (the first round a warm-up), so
+    that the machine's drift during the measurement (a shared machine's neighbours, the settling after
+    the users' prefill) reaches every size alike and the ratios between sizes stay fair."""
     shape, weights, config = model.config.shape, model.weights, model.config
+
+    def step(batch: int) -> None:  # the same step each time: every cache back at `context`
+        _rewind(caches[:batch], context)
+        decode_batch(weights, config, tokens[:batch], caches[:batch])
+
+    tokens = [int(user_prompt(model, user, context)[-1]) for user in range(max(batch_sizes))]
+    seconds: dict[int, list[float]] = {batch: [] for batch in batch_sizes}
+    for round_index in range(repeats + 1):
+        report(f"batched decode: B = {', '.join(map(str, batch_sizes))} at a {context}-token context, "
+               f"round {round_index + 1} of {repeats + 1}", round_index / (repeats + 1))
+        for batch in batch_sizes:
+            start = time.perf_counter()
+            step(batch)
+            if round_index:
+                seconds[batch].append(time.perf_counter() - start)
+    _rewind(caches, context)
     rows = []
-    for i, batch in enumerate(batch_sizes):
-        report(f"batched decode: {batch} user(s) at a {context}-token context", i / len(batch_sizes))
-        users = caches[:batch]
-        tokens = [int(user_prompt(model, user, context)[-1]) for user in range(batch)]
-
-        def step(users=users, tokens=tokens) -> None:  # the same step each time: every cache back at `context`
-            _rewind(users, context)
-            decode_batch(weights, config, tokens, users)
-
-        step_ms = _median_ms(step, repeats)
-        _rewind(users, context)
+    for batch in batch_sizes:
+        step_ms = 1000 * statistics.median(seconds[batch])
         cost = batch_cost(shape, [(1, context)] * batch)
         rows.append({
             "batch": batch,
@@ -329,7 +341,7 @@ def measure(
         "method": (
             f"Batched decode: B users, each with its own KV cache of {context_tokens} tokens, one token each per "
             "pass (every weight read once per pass, attention per user over its own cache); median of "
-            f"{repeats} steps after one warm-up. FLOPs and bytes from simulations/cost.py (batch_cost); "
+            f"{repeats} steps per B, timed in rounds of one step of every B after a warm-up round. FLOPs and bytes from simulations/cost.py (batch_cost); "
             "utilisation = achieved / this machine's measured peak (GEMM FLOP/s, copy or GEMV bytes/s). "
             f"Knee measured: first B whose step takes ≥ {KNEE_SLOWDOWN}× the B=1 step; predicted: ridge × bytes "
             "per weight ÷ 2 FLOPs per weight per token, the KV cache left out (a bound); projected knees use "
