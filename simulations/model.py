@@ -6,11 +6,8 @@ The ways to run it are named after what they are, and all are one function, ``fo
 - ``decode_step``: one new token; reads the KV cache, appends one row to it.
 - ``forward_without_cache``: the picoGPT-style baseline that recomputes every position for every
   new token. It exists so the article can measure what the KV cache saves.
-- ``decode_batch`` and ``mixed_step``: what a serving engine runs. Many sequences, each with its own
-  KV cache, share one pass: their rows go through every matrix product together (one read of the
-  weights), attention runs per sequence, over that sequence's cache (for caches that are neighbours in
-  one block, ``KVCache.batch``, with one product for the run). ``mixed_step`` adds a chunk of another
-  prompt (chunked prefill). The three ways above are the one-sequence case of the same pass.
+- ``decode_batch`` and ``mixed_step``: what a serving engine runs, many sequences with a KV cache each
+  in one pass (``transformer_block``); ``mixed_step`` adds a chunk of another prompt (chunked prefill).
 
 Everything stays float32: numpy 2 promotes float32 arrays combined with a float64 scalar
 (``1 / np.sqrt(d)``) to float64, which silently doubles the bytes and costs 10-20x in speed.
@@ -30,11 +27,7 @@ import numpy as np
 
 from . import parallel
 from .config import FLOAT32_BYTES, ModelConfig
-from .parallel import (
-    for_each,
-    for_row_blocks,
-    usable_cores,
-)
+from .parallel import for_each, for_row_blocks, usable_cores
 
 F32 = np.float32
 # Largest attention score block (bytes) built at once: prefill processes queries in chunks so a
@@ -113,10 +106,6 @@ class KVCache:
         """Bytes of K and V held for the cached tokens."""
         return self.length * self.bytes_per_token
 
-    @property
-    def capacity_bytes(self) -> int:
-        return self.k.nbytes + self.v.nbytes
-
     def write(self, layer: int, k_new: np.ndarray, v_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Store (T, kv_heads, hd) new keys/values after `length`; return views of all keys/values."""
         start, end = self.length, self.length + k_new.shape[0]
@@ -189,10 +178,6 @@ def linear(
     if b is not None:
         y += b
     return y
-
-
-def lm_head(x: np.ndarray, w: np.ndarray, observer: Observer = NO_OBSERVER) -> np.ndarray:
-    return linear(x, w, observer=observer)  # (T, vocab)
 
 
 def silu(x: np.ndarray) -> np.ndarray:
@@ -438,7 +423,7 @@ def forward(
             cache.advance(len(ids))
     if not all_logits:
         x = x[[span.stop - 1 for span in spans]]
-    return lm_head(rms_norm(x, weights.final_norm, config.rms_eps), weights.lm_head, observer)
+    return linear(rms_norm(x, weights.final_norm, config.rms_eps), weights.lm_head, observer=observer)  # LM head
 
 
 # --- the three ways to run one sequence ------------------------------------------------------
@@ -447,11 +432,8 @@ def prefill(
     weights: Weights, config: ModelConfig, token_ids: np.ndarray, cache: KVCache, *, all_logits: bool = False,
     observer: Observer = NO_OBSERVER,
 ) -> np.ndarray:
-    """Process the whole prompt in one batched pass, filling `cache`.
-
-    Returns logits (1, vocab) for the last position, which is all generation needs (inference
-    engines skip the LM head for the other positions), or (T, vocab) with all_logits=True.
-    """
+    """Process the whole prompt in one batched pass, filling `cache`. Returns logits (1, vocab) for the
+    last position, or (T, vocab) with all_logits=True."""
     return forward(weights, config, [token_ids], [cache], all_logits=all_logits, observer=observer)
 
 

@@ -131,7 +131,7 @@ def test_kv_cache_append_writes_in_place_and_counts_exact_bytes(tiny):
     per_token = 2 * config.n_layers * config.n_kv_heads * config.head_dim * 4
     assert cache.bytes_per_token == per_token == config.kv_bytes_per_token
     assert cache.nbytes == 8 * per_token
-    assert cache.capacity_bytes == 16 * per_token
+    assert cache.k.nbytes + cache.v.nbytes == 16 * per_token  # its capacity
 
 
 def test_kv_cache_refuses_to_overflow(tiny):
