@@ -1,19 +1,15 @@
 """Run independent blocks of work on every core.
 
-numpy runs element-wise work (softmax's exp, SiLU, RoPE) on one core, and only BLAS calls use
-more. A batched pass (prefill) has plenty of independent work — rows of tokens, blocks of
-queries — so it runs those blocks on Python threads (numpy releases the GIL) while BLAS stays
-single-threaded inside each worker. Mixing the two kinds of threads costs a core: after a
-multi-threaded call, OpenBLAS's own workers busy-wait for the next one (about 0.1 s), so a
-batched pass does all its splitting itself, matrix products included (measured here: a 2048-token
-prefill went from about 8 s to about 6.5 s). threadpoolctl drops whichever BLAS numpy loaded to one
-thread for the parallel section and restores its count after.
+numpy runs element-wise work (softmax's exp, SiLU, RoPE) on one core; only BLAS uses more. A batched
+pass (prefill) has plenty of independent blocks — rows of tokens, blocks of queries — so it runs them
+on Python threads (numpy releases the GIL), matrix products included, with BLAS on one thread inside
+each (threadpoolctl). Mixing the two kinds of threads costs a core: after a multi-threaded call,
+OpenBLAS's own workers busy-wait for the next one (about 0.1 s); a 2048-token prefill took about 8 s
+that way against 6.5 s here.
 
-A single row (decode) or a few (a batch of decode rows) never split here: their products go to
-BLAS whole and keep its own threads (measured here on a quiet machine: splitting a decode step's
-weights over Python threads with one-thread BLAS took 62 ms at a 512-token context, BLAS's own
-threads 27-37 ms). On a busy machine OpenBLAS's spinning threads can cost more; the benchmarks are
-read on a quiet one.
+A few rows (a decode step, a batch of decode rows) never split here: their products go to BLAS whole,
+on its own threads (a decode step at a 512-token context, on a quiet machine: 27-37 ms, against 62 ms
+with the weights split over Python threads and one-thread BLAS).
 """
 
 from __future__ import annotations
@@ -84,11 +80,8 @@ def for_each(work: Callable[[int], None], items: Iterable[int]) -> None:
 
 
 def for_row_blocks(work: Callable[[slice], None], n_rows: int) -> None:
-    """Call work(rows) for one block of rows per core (slices covering 0..n_rows).
-
-    Fewer than 2 * MIN_ROWS_PER_BLOCK rows stay one block: splitting a small matrix costs more than
-    it saves (the model splits such a product's weight matrix instead, `for_weight_blocks`).
-    """
+    """Call work(rows) for one block of rows per core (slices covering 0..n_rows). Fewer than
+    2 * MIN_ROWS_PER_BLOCK rows stay one block: splitting a small matrix costs more than it saves."""
     blocks = max(1, min(usable_cores(), n_rows // MIN_ROWS_PER_BLOCK))
     step = -(-n_rows // blocks)
     for_each(lambda start: work(slice(start, start + step)), range(0, n_rows, step))
