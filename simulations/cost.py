@@ -1,26 +1,10 @@
 """What one pass of the model costs: FLOPs and bytes, as closed forms of its shape and token counts.
 
-Stated once, from the configuration, in the spirit of nanoGPT's `estimate_mfu`. Every count in the
-project comes from here: the trace's steps, the roofline, the prefill chart's split into linear
-and attention work, and (with fp16 or quantised widths) the projections onto other hardware.
-tests/simulations/test_core_cost.py runs real passes with a counting observer and checks that the
-shapes the model actually multiplies give exactly these numbers.
-
-A pass runs `new_tokens` tokens after `past_tokens` already in the KV cache:
-
-- flops: 2 per multiply-add of every matrix product — the block matrices on every new token
-  (`linear_flops`), q·k and probs·v over the keys each query may see (causal, `attention_flops`),
-  and the LM head on `logits_rows` rows (`lm_head_flops`; 1 to choose the next token, as inference
-  engines do). Element-wise work (norms, RoPE, softmax, SiLU, residual adds) is O(T·d), not counted.
-- weight bytes: every parameter read once per pass (matrices, norm vectors, biases, the LM head),
-  plus the embedding rows of the new tokens. For decode that is the whole model, every token.
-- kv_read bytes: every K and V row attention reads, the new ones included (past + new tokens).
-- kv_written bytes: the K and V rows the pass appends (none when it runs without a cache).
-Activations are not counted: they are small next to the weights and stay in the CPU caches.
-
-A pass over several sequences at once (batched decode, chunked prefill: `batch_cost`) reads the
-weights once, runs the block matrices and the LM head on every sequence's rows, and attends and
-reads K/V per sequence. A single sequence (`pass_cost`) is its one-sequence case.
+Stated once, in the spirit of nanoGPT's `estimate_mfu`, for every count in the project: the trace's
+steps, the roofline, the prefill chart's split into linear and attention work, and (at fp16 or
+quantised widths) the projections onto other hardware. The formulas, and what they leave out, are in
+simulations/README.md ("What is counted"); tests/simulations/test_core_cost.py runs real passes with a
+counting observer and checks that the shapes the model multiplies give exactly these numbers.
 """
 
 from __future__ import annotations
@@ -133,40 +117,23 @@ class PassCost:
                 "kv_written": self.kv_written_bytes, "total": self.bytes}
 
 
-def pass_cost(
-    shape: ModelShape,
-    new_tokens: int,
-    past_tokens: int = 0,
-    *,
-    logits_rows: int = 1,
-    cached: bool = True,
-    bytes_per_weight: float = FLOAT32_BYTES,
-    bytes_per_kv_value: float = FLOAT32_BYTES,
-) -> PassCost:
-    """FLOPs and bytes of a pass over `new_tokens` after `past_tokens` cached ones (module docstring).
-
-    `cached=False` is a pass without a KV cache (`forward_without_cache`): it writes no K/V rows.
-    The one-sequence case of `batch_cost`.
-    """
-    return batch_cost(shape, [(new_tokens, past_tokens)], logits_rows=logits_rows, cached=cached,
-                      bytes_per_weight=bytes_per_weight, bytes_per_kv_value=bytes_per_kv_value)
+def pass_cost(shape: ModelShape, new_tokens: int, past_tokens: int = 0, *, logits_rows: int = 1,
+              **options: float) -> PassCost:
+    """FLOPs and bytes of a pass over `new_tokens` after `past_tokens` cached ones (README.md): the
+    one-sequence case of `batch_cost`, whose options (`cached`, the byte widths) it takes."""
+    return batch_cost(shape, [(new_tokens, past_tokens)], logits_rows=logits_rows, **options)
 
 
-def batch_cost(
-    shape: ModelShape,
-    sequences: Sequence[tuple[int, int]],
-    *,
-    logits_rows: int | None = None,
-    cached: bool = True,
-    bytes_per_weight: float = FLOAT32_BYTES,
-    bytes_per_kv_value: float = FLOAT32_BYTES,
-) -> PassCost:
+def batch_cost(shape: ModelShape, sequences: Sequence[tuple[int, int]], *, logits_rows: int | None = None,
+               cached: bool = True, bytes_per_weight: float = FLOAT32_BYTES,
+               bytes_per_kv_value: float = FLOAT32_BYTES) -> PassCost:
     """FLOPs and bytes of one pass over several sequences, each `(new_tokens, past_tokens)`.
 
     A batched decode step is B sequences of (1, context); a chunked-prefill step adds (C, done so
     far) for the prompt being cut. The weights are read once for the whole pass (that is what
     batching buys); each sequence's attention reads its own cache. `logits_rows` defaults to one
-    row per sequence (its last position).
+    row per sequence (its last position). `cached=False` is a pass without a KV cache
+    (`forward_without_cache`): it writes no K/V rows.
     """
     d = shape.d_model
     new = sum(n for n, _ in sequences)
