@@ -1,16 +1,11 @@
 """The roofline of this machine, and where prefill and decode sit under it.
 
-A roofline has two ceilings: how many floating-point operations per second the
-machine can do (a large float32 matrix multiply, GEMM) and how many bytes per
-second it can move from memory (a large array copy, and a matrix-vector product
-over a matrix far larger than the last-level cache — exactly decode's access
-pattern). A phase's arithmetic intensity (FLOPs per byte moved) says which
-ceiling limits it: below the ridge point (peak FLOP/s ÷ peak bytes/s) memory
-bandwidth does, above it compute does.
-
-`measure_peaks` measures the two ceilings; `roofline` times the model's real
-prefill and decode and places them on the chart, with their FLOPs and bytes from
-the cost model (`cost.py`).
+Two ceilings: the float32 FLOP/s of a large matrix multiply (GEMM), and the bytes/s memory delivers
+(a large array copy, and a matrix-vector product over a matrix far larger than the last-level cache:
+decode's access pattern). A phase whose arithmetic intensity (FLOPs per byte moved) is below the
+ridge point (peak FLOP/s ÷ peak bytes/s) is limited by bandwidth, above it by compute.
+`measure_peaks` measures the ceilings; `roofline` times the model's real prefill and decode and
+places them under them, with their FLOPs and bytes from the cost model (`cost.py`).
 """
 
 from __future__ import annotations
@@ -144,10 +139,9 @@ def measure_phases(model: LoadedModel, prompt_tokens: int, decode_steps: int, re
     Prefill: the median time over repeats, its FLOPs and bytes (cost.py). Decode: the median time of all
     steps, and the mean FLOPs and bytes per step (they grow by one cached token per step).
     """
-    from .sweep import prefill_then_decode, prompt_of_length, repeats_for
+    from .sweep import timed_runs
 
-    prompt = prompt_of_length(model, prompt_tokens)
-    runs = [prefill_then_decode(model, prompt, decode_steps) for _ in range(repeats_for(prompt_tokens, repeats))]
+    runs = timed_runs(model, prompt_tokens, decode_steps, repeats)
     prefills, decodes = [run[0] for run in runs], [step for run in runs for step in run[1:]]
     return {
         "prefill": phase_point(statistics.median(s.ms for s in prefills), prefills[0].cost.flops,
@@ -158,7 +152,7 @@ def measure_phases(model: LoadedModel, prompt_tokens: int, decode_steps: int, re
 
 
 def roofline(model: LoadedModel, peaks: dict[str, Any] | None = None, prompt_tokens: int = 512,
-             prompt_lengths: tuple[int, ...] | None = ROOFLINE_PROMPT_LENGTHS, decode_steps: int = 8,
+             prompt_lengths: tuple[int, ...] = ROOFLINE_PROMPT_LENGTHS, decode_steps: int = 8,
              repeats: int = 3, progress: Callable[[str, float | None], None] | None = None) -> dict[str, Any]:
     """Prefill and decode of `model` on this machine's roofline: achieved FLOP/s, bytes/s, intensity, utilisation.
 
@@ -174,7 +168,7 @@ def roofline(model: LoadedModel, peaks: dict[str, Any] | None = None, prompt_tok
     if peaks is None:
         report("measuring this machine's peak FLOP/s and bandwidth", 0.0)
         peaks = measure_peaks()
-    lengths = sorted({prompt_tokens, *(prompt_lengths or ())})
+    lengths = sorted({prompt_tokens, *prompt_lengths})
     check_lengths(model, lengths, decode_steps, "prompt lengths")
     # Untimed warm-up: page in memory-mapped weights and start BLAS threads.
     measure_phases(model, min(32, model.config.max_context - 3), 2, 1, peaks)

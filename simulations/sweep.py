@@ -58,15 +58,17 @@ def repeats_for(n_tokens: int, repeats: int, budget: int = PREFILL_TOKEN_BUDGET)
     return max(1, min(repeats, budget // n_tokens))
 
 
-def prefill_then_decode(model: LoadedModel, prompt: np.ndarray, decode_steps: int) -> list[Step]:
-    """One timed run: prefill the prompt, then `decode_steps` greedy decode steps with the KV cache."""
-    return list(generate(model, prompt, max_new_tokens=decode_steps + 1, stop_at_eos=False))
+def timed_runs(model: LoadedModel, n_tokens: int, decode_steps: int, repeats: int) -> list[list[Step]]:
+    """`repeats_for(n_tokens, repeats)` timed runs, each the prefill of an `n_tokens` prompt then
+    `decode_steps` greedy decode steps with the KV cache."""
+    prompt = prompt_of_length(model, n_tokens)
+    return [list(generate(model, prompt, max_new_tokens=decode_steps + 1, stop_at_eos=False))
+            for _ in range(repeats_for(n_tokens, repeats))]
 
 
 def prompt_length_point(model: LoadedModel, n_tokens: int, decode_steps: int, repeats: int) -> dict[str, Any]:
     """TTFT and decode speed at one prompt length, as medians over repeated runs."""
-    prompt = prompt_of_length(model, n_tokens)
-    runs = [prefill_then_decode(model, prompt, decode_steps) for _ in range(repeats_for(n_tokens, repeats))]
+    runs = timed_runs(model, n_tokens, decode_steps, repeats)
     ttft_ms = statistics.median(run[0].ms for run in runs)
     decode_ms = statistics.median(statistics.median(s.ms for s in run[1:]) for run in runs) if decode_steps else None
     return {
@@ -84,12 +86,11 @@ def prompt_length_point(model: LoadedModel, n_tokens: int, decode_steps: int, re
 
 def cache_vs_recompute_point(model: LoadedModel, context: int, decode_steps: int) -> dict[str, Any]:
     """Decode ms/token at `context` with the KV cache and by recomputing everything, plus their tokens."""
-    prompt = prompt_of_length(model, context)
-    cached = prefill_then_decode(model, prompt, decode_steps)
+    cached = timed_runs(model, context, decode_steps, 1)[0]
     # The cached run's step i consumes token i and yields token i+1; recompute the same steps from
     # the prompt plus the prefill's first token, without a KV cache (the whole sequence each time).
     n_recompute = max(1, min(decode_steps, RECOMPUTE_TOKEN_BUDGET // context))
-    recomputed = list(generate(model, np.append(prompt, cached[0].token), max_new_tokens=n_recompute,
+    recomputed = list(generate(model, [*cached[0].token_ids, cached[0].token], max_new_tokens=n_recompute,
                                stop_at_eos=False, recompute=True))
     cached_ms = statistics.median(step.ms for step in cached[1:])
     recompute_ms = statistics.median(step.ms for step in recomputed)
@@ -129,7 +130,7 @@ def sweep(model: LoadedModel, prompt_lengths: Sequence[int] = (128, 512, 2048, 4
     total = len(prompt_lengths) + len(contexts)
     started = time.perf_counter()
     # Untimed warm-up: page in memory-mapped weights and start BLAS threads before the first timing.
-    prefill_then_decode(model, prompt_of_length(model, min(64, model.config.max_context - 3)), 2)
+    timed_runs(model, min(64, model.config.max_context - 3), 2, 1)
 
     points = []
     for i, n in enumerate(prompt_lengths):
