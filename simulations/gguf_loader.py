@@ -121,6 +121,7 @@ def _dequantized_tensors(reader, path: Path, config: ModelConfig) -> dict[str, n
         return array
 
     c = config
+    qkv = (("attn_q", c.q_dim), ("attn_k", c.kv_dim), ("attn_v", c.kv_dim))  # stacked in this order
     out = {
         "token_embedding": get("token_embd.weight", (c.vocab_size, c.d_model)),
         "final_norm": get("output_norm.weight", (c.d_model,)),
@@ -130,13 +131,9 @@ def _dequantized_tensors(reader, path: Path, config: ModelConfig) -> dict[str, n
     for i in range(c.n_layers):
         b = f"blk.{i}."
         out[f"layer{i}.attn_norm"] = get(b + "attn_norm.weight", (c.d_model,))
-        out[f"layer{i}.wqkv"] = np.concatenate([get(b + "attn_q.weight", (c.q_dim, c.d_model)),
-                                                get(b + "attn_k.weight", (c.kv_dim, c.d_model)),
-                                                get(b + "attn_v.weight", (c.kv_dim, c.d_model))])
+        out[f"layer{i}.wqkv"] = np.concatenate([get(f"{b}{name}.weight", (rows, c.d_model)) for name, rows in qkv])
         if c.qkv_bias:
-            out[f"layer{i}.bqkv"] = np.concatenate([get(b + "attn_q.bias", (c.q_dim,)),
-                                                    get(b + "attn_k.bias", (c.kv_dim,)),
-                                                    get(b + "attn_v.bias", (c.kv_dim,))])
+            out[f"layer{i}.bqkv"] = np.concatenate([get(f"{b}{name}.bias", (rows,)) for name, rows in qkv])
         out[f"layer{i}.wo"] = get(b + "attn_output.weight", (c.d_model, c.q_dim))
         out[f"layer{i}.mlp_norm"] = get(b + "ffn_norm.weight", (c.d_model,))
         out[f"layer{i}.w_gate_up"] = np.concatenate([get(b + "ffn_gate.weight", (c.d_ff, c.d_model)),
@@ -160,13 +157,12 @@ def weights_from_arrays(arrays: dict[str, np.ndarray], config: ModelConfig) -> W
 
 def _build_cache(path: Path, target: Path, progress=None) -> None:
     """Read and dequantize the GGUF once; write float32 .npy files + meta.json into `target`."""
-    if progress:
-        progress(f"reading {path.name}", None)
+    progress = progress or (lambda message, fraction: None)
+    progress(f"reading {path.name}", None)
     reader = _open_reader(path)
     config = read_config(reader, path)
     tokenizer = read_tokenizer(reader, path)
-    if progress:
-        progress(f"dequantizing {len(reader.tensors)} tensors to float32", None)
+    progress(f"dequantizing {len(reader.tensors)} tensors to float32", None)
     arrays = _dequantized_tensors(reader, path, config)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".building-"))
