@@ -1,10 +1,8 @@
 """The one generation loop: prefill the prompt, then decode one token at a time, yielding each step.
 
-Recording (`trace.record`), the sweeps, the roofline and the tests all consume `generate`. Each
-`Step` says what one pass of the model did: its phase, the tokens it consumed, the logits and the
-token chosen from them, the KV cache after it, its wall-clock times, its FLOPs and bytes (from the
-cost model, `cost.py`) and, when asked, decode's attention weights. The times wrap the model's
-pass only: choosing the token, and whatever the consumer does with a step, fall between steps.
+Recording (`trace.record`), the sweeps, the roofline and the tests all consume `generate`; a `Step`
+says what one pass of the model did. The times wrap the model's pass only: choosing the token, and
+whatever the consumer does with a step, fall between steps.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ from .model import (
 )
 
 
-def choose_token(logits: np.ndarray, temperature: float = 0.0, top_k: int | None = None,
-                 rng: np.random.Generator | None = None) -> int:
+def choose_token(logits: np.ndarray, temperature: float, top_k: int | None, rng: np.random.Generator) -> int:
     """Greedy (argmax) at temperature 0; otherwise sample from softmax(logits / T), optionally top-k."""
     if temperature <= 0:
         return int(np.argmax(logits))
@@ -39,7 +36,6 @@ def choose_token(logits: np.ndarray, temperature: float = 0.0, top_k: int | None
         cutoff = np.partition(scaled, -top_k)[-top_k]
         scaled = np.where(scaled >= cutoff, scaled, -np.inf)
     probs = softmax(scaled)
-    rng = rng or np.random.default_rng(0)
     return int(rng.choice(probs.shape[0], p=probs))
 
 
