@@ -13,12 +13,13 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .loader import LoadedModel
+from .loader import LoadedModel, model_summary
+from .machine import machine_info
+from .sweep import check_lengths, timed_runs
 
 GEMM_SIZE = 2048  # 2048³ float32: 17 GFLOP, large enough to reach BLAS peak, small enough to be quick
 STREAM_BYTES = 256 * 2**20  # 256 MiB per array: 8× a 32 MiB last-level cache, so every byte comes from DRAM
@@ -139,8 +140,6 @@ def measure_phases(model: LoadedModel, prompt_tokens: int, decode_steps: int, re
     Prefill: the median time over repeats, its FLOPs and bytes (cost.py). Decode: the median time of all
     steps, and the mean FLOPs and bytes per step (they grow by one cached token per step).
     """
-    from .sweep import timed_runs
-
     runs = timed_runs(model, prompt_tokens, decode_steps, repeats)
     prefills, decodes = [run[0] for run in runs], [step for run in runs for step in run[1:]]
     return {
@@ -160,10 +159,6 @@ def roofline(model: LoadedModel, peaks: dict[str, Any] | None = None, prompt_tok
     `prompt_lengths` too ({"prompt_tokens", "prefill", "decode"}, for the chart that animates prompt
     length). Peaks are measured unless given.
     """
-    from .loader import model_summary
-    from .machine import machine_info
-    from .sweep import check_lengths
-
     report = progress or (lambda message, fraction: None)
     if peaks is None:
         report("measuring this machine's peak FLOP/s and bandwidth", 0.0)

@@ -23,6 +23,7 @@ import numpy as np
 from .errors import PromptError
 from .generate import Step, generate
 from .loader import LoadedModel, model_summary
+from .machine import machine_info
 
 Progress = Callable[[str, float | None], None] | None
 
@@ -122,8 +123,6 @@ def sweep(model: LoadedModel, prompt_lengths: Sequence[int] = (128, 512, 2048, 4
           repeats: int = 3, contexts: Sequence[int] = (64, 128, 256, 512, 1024),
           progress: Progress = None) -> dict[str, Any]:
     """Prompt-length sweep (TTFT, decode ms/token, TPS) and cache-vs-recompute, measured on `model`."""
-    from .machine import machine_info
-
     check_lengths(model, prompt_lengths, decode_steps, "prompt lengths")
     check_lengths(model, contexts, decode_steps, "contexts")
     report = progress or (lambda message, fraction: None)
