@@ -59,17 +59,14 @@ def bits_per_weight(model_id: str, dtype: str) -> float:
     return file["size_gib"] * 2**30 * 8 / (file["params_billion"] * 1e9)
 
 
-def compute_rate_for(device: dict[str, Any], dtype: str) -> str:
-    """Which of the device's peak_flops entries a precision computes at (see the module docstring)."""
-    quantized = load_data("models")["precisions"][precision_of(dtype)]["quantized"]
-    return "int8" if quantized and "int8" in device["peak_flops"] else "fp16"
-
-
 # --- device ceilings -------------------------------------------------------------------------------
 
 
 def device_peak_flops(device: dict[str, Any], dtype: str, *, pessimistic: bool = False) -> float:
-    return value(device["peak_flops"][compute_rate_for(device, dtype)], pessimistic=pessimistic)
+    """The device's int8 rate for quantised weights where it has one, else its fp16 rate (PROJECTIONS.md)."""
+    quantized = load_data("models")["precisions"][precision_of(dtype)]["quantized"]
+    rate = "int8" if quantized and "int8" in device["peak_flops"] else "fp16"
+    return value(device["peak_flops"][rate], pessimistic=pessimistic)
 
 
 def device_bandwidth(device: dict[str, Any], *, pessimistic: bool = False) -> float:
