@@ -9,7 +9,9 @@ compute rates, what is counted) and its limits: simulations/PROJECTIONS.md.
 
 from __future__ import annotations
 
+import bisect
 import statistics
+from functools import cache
 from typing import Any
 
 from . import cost
@@ -68,8 +70,8 @@ def crossover_tokens(m: dict[str, Any], device: dict[str, Any], dtype: str, bits
     """Smallest prompt length whose prefill is compute-bound: FLOPs ÷ peak ≥ bytes ÷ bandwidth.
 
     Per extra prompt token the FLOPs grow by 2 per weight (plus attention) while the bytes grow only by
-    one token's KV cache, so once compute-bound a prefill stays so: a doubling then bisection search
-    finds the first length. None if it is still memory-bound at LONGEST_PROMPT_SEARCHED tokens.
+    one token's KV cache, so once compute-bound a prefill stays so: a bisection finds the first length.
+    None if it is still memory-bound at LONGEST_PROMPT_SEARCHED tokens.
     """
     peak, bandwidth = ceilings(device, dtype)
 
@@ -77,22 +79,15 @@ def crossover_tokens(m: dict[str, Any], device: dict[str, Any], dtype: str, bits
         prefill = phase_cost(m, bits, "prefill", tokens)
         return bound(prefill.flops, prefill.bytes, peak, bandwidth) == "compute"
 
-    if compute_bound(1):
-        return 1
-    low, high = 1, 2  # invariant: memory-bound at `low`
-    while not compute_bound(high):
-        if high >= LONGEST_PROMPT_SEARCHED:
-            return None
-        low, high = high, high * 2
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if compute_bound(middle) else (middle, high)
-    return high
+    lengths = range(1, LONGEST_PROMPT_SEARCHED + 1)
+    first = bisect.bisect_left(lengths, True, key=compute_bound)
+    return lengths[first] if first < len(lengths) else None
 
 
 # --- projections -----------------------------------------------------------------------------------
 
 
+@cache  # the same for every prompt length of a projection
 def prefill_crossover_tokens(model_id: str, device_id: str, dtype: str) -> int | None:
     """The smallest prompt length at which this model's prefill is compute-bound on this device."""
     m = sourced.load_data("models")["models"][model_id]
@@ -135,7 +130,7 @@ def project_one(model_id: str, device_id: str, dtype: str, prompt_tokens: int) -
         "tps_range": [1000 / decode_worst, 1000 / decode_ms],
         "prefill_bound": bound(prefill.flops, prefill.bytes, *ceilings(device, dtype)),
         "decode_bound": bound(decode.flops, decode.bytes, *ceilings(device, dtype)),
-        "prefill_crossover_tokens": crossover_tokens(m, device, dtype, bits),
+        "prefill_crossover_tokens": prefill_crossover_tokens(model_id, device_id, dtype),
         "prefill_flops": prefill.flops,
         "prefill_bytes": prefill.bytes,
         "decode_flops": decode.flops,
