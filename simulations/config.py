@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from . import cost
-from .cost import FLOAT32_BYTES, ModelShape
+from .cost import ModelShape
 
 
 @dataclass(frozen=True)
@@ -45,21 +44,6 @@ class ModelConfig:
         return ModelShape(layers=self.n_layers, d_model=self.d_model, heads=self.n_heads, kv_heads=self.n_kv_heads,
                           head_dim=self.head_dim, d_ff=self.d_ff, vocab=self.vocab_size,
                           tied_embeddings=self.tied_embeddings, qkv_bias=self.qkv_bias)
-
-    @property
-    def n_params(self) -> int:
-        """All parameters, counting a tied embedding/LM-head matrix once."""
-        return self.shape.params
-
-    @property
-    def weight_bytes(self) -> int:
-        """Bytes of all parameters held as float32."""
-        return int(cost.weight_bytes(self.shape, FLOAT32_BYTES))
-
-    @property
-    def kv_bytes_per_token(self) -> int:
-        """K and V, every layer, one token, float32."""
-        return int(cost.kv_bytes_per_token(self.shape, FLOAT32_BYTES))
 
     def to_dict(self) -> dict:
         return asdict(self)

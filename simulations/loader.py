@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import ModelConfig
+from .cost import kv_bytes_per_token, weight_bytes
 from .model import Weights
 from .tokenizer import Tokenizer
 
@@ -28,10 +29,11 @@ def model_summary(model: LoadedModel) -> dict:
     """Who the model is and its sizes, as the trace, the sweep and the roofline report it."""
     c = model.config
     return {
-        "name": model.name, "source": model.source, "arch": c.arch, "params": c.n_params,
+        "name": model.name, "source": model.source, "arch": c.arch, "params": c.shape.params,
         "layers": c.n_layers, "heads": c.n_heads, "kv_heads": c.n_kv_heads, "head_dim": c.head_dim,
         "d_model": c.d_model, "d_ff": c.d_ff, "vocab_size": c.vocab_size, "tied_embeddings": c.tied_embeddings,
-        "qkv_bias": c.qkv_bias, "max_context": c.max_context, "weight_bytes": c.weight_bytes, "kv_bytes_per_token": c.kv_bytes_per_token,
+        "qkv_bias": c.qkv_bias, "max_context": c.max_context, "weight_bytes": int(weight_bytes(c.shape)),
+        "kv_bytes_per_token": int(kv_bytes_per_token(c.shape)),
         "fingerprint": model.fingerprint,
     }
 

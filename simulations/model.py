@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import parallel
-from .config import FLOAT32_BYTES, ModelConfig
+from .config import ModelConfig
+from .cost import FLOAT32_BYTES
 from .parallel import for_each, for_row_blocks, usable_cores
 
 F32 = np.float32

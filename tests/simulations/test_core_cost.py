@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import simulations.model as M
-from simulations.cost import ModelShape, decode_cost, pass_cost, prefill_cost
+from simulations.cost import ModelShape, decode_cost, pass_cost, prefill_cost, weight_bytes
 from simulations.generate import AttentionCapture, generate
 from simulations.loader import load_model
 from simulations.projection_data import load_data
@@ -83,7 +83,7 @@ def test_prefill_with_all_logits_runs_the_lm_head_on_every_row(tiny):
 
 def test_decode_reads_every_weight_once(tiny):
     """Tied embeddings: the LM head read is the embedding matrix; plus one embedding row."""
-    assert decode_cost(tiny.config.shape, 3).weight_bytes == tiny.config.weight_bytes + tiny.config.d_model * 4
+    assert decode_cost(tiny.config.shape, 3).weight_bytes == weight_bytes(tiny.config.shape) + tiny.config.d_model * 4
 
 
 def test_recompute_writes_no_cache_and_costs_what_a_prefill_of_the_same_tokens_does(tiny):
@@ -103,14 +103,14 @@ def test_qwen2_biases_are_counted_as_weights():
     cost = prefill_cost(config.shape, 2)
     assert counted.matrix_bytes + norm_bytes(weights) + 2 * config.d_model * 4 == cost.weight_bytes
     # untied: the whole LM head is read, but only two rows of the embedding table
-    assert cost.weight_bytes == 4 * (config.n_params - config.vocab_size * config.d_model + 2 * config.d_model)
+    assert cost.weight_bytes == 4 * (config.shape.params - config.vocab_size * config.d_model + 2 * config.d_model)
 
 
 def test_parameter_count_is_every_array_of_the_model(tiny):
     arrays = [tiny.weights.token_embedding, tiny.weights.final_norm,
               *(a for layer in tiny.weights.layers for a in vars(layer).values() if a is not None)]
-    assert tiny.config.n_params == tiny.config.shape.params == sum(a.size for a in arrays)
-    assert tiny.config.weight_bytes == 4 * tiny.config.n_params
+    assert tiny.config.shape.params == sum(a.size for a in arrays)
+    assert weight_bytes(tiny.config.shape) == 4 * tiny.config.shape.params
 
 
 def test_shapes_from_models_json_give_each_models_published_parameter_count():

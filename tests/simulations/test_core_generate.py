@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from simulations.cost import pass_cost
+from simulations.cost import kv_bytes_per_token, pass_cost
 from simulations.generate import choose_token, generate
 from simulations.loader import load_model
 from simulations.model import KVCache, decode_step, forward_without_cache, prefill
@@ -30,7 +30,7 @@ def test_a_prefill_step_then_one_decode_step_per_token_each_consuming_the_previo
     for before, step in zip(steps, steps[1:], strict=False):
         assert step.token_ids == [before.token]
         assert step.kv_tokens == before.kv_tokens + 1
-        assert step.kv_bytes == step.kv_tokens * tiny.config.kv_bytes_per_token
+        assert step.kv_bytes == step.kv_tokens * kv_bytes_per_token(tiny.config.shape)
         assert step.start_ms >= before.end_ms and step.ms > 0
         assert step.cost == pass_cost(tiny.config.shape, 1, before.kv_tokens)
     assert steps[0].cost == pass_cost(tiny.config.shape, len(PROMPT), 0)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import simulations.model as M
+from simulations.cost import kv_bytes_per_token
 from simulations.loader import load_model
 from simulations.model import KVCache, decode_step, forward_without_cache, prefill
 from simulations.tiny import tiny_config, tiny_weights
@@ -129,7 +130,7 @@ def test_kv_cache_append_writes_in_place_and_counts_exact_bytes(tiny):
     assert (cache.k.__array_interface__["data"][0], cache.v.__array_interface__["data"][0]) == addresses
     assert cache.length == 8
     per_token = 2 * config.n_layers * config.n_kv_heads * config.head_dim * 4
-    assert cache.bytes_per_token == per_token == config.kv_bytes_per_token
+    assert cache.bytes_per_token == per_token == kv_bytes_per_token(config.shape)
     assert cache.nbytes == 8 * per_token
     assert cache.k.nbytes + cache.v.nbytes == 16 * per_token  # its capacity
 
@@ -145,7 +146,7 @@ def test_tiny_model_is_seeded_and_supports_long_contexts(tiny):
     again = tiny_weights(tiny.config, seed=0)
     np.testing.assert_array_equal(again.layers[0].wqkv, tiny.weights.layers[0].wqkv)
     assert tiny.config.max_context >= 8192
-    assert tiny.config.n_params == sum(a.size for a in _arrays(tiny.weights))
+    assert tiny.config.shape.params == sum(a.size for a in _arrays(tiny.weights))
 
 
 def _arrays(weights):
