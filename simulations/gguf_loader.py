@@ -12,6 +12,7 @@ appears as [in, out]; `dequantize` already returns numpy order (out, in). A mode
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -28,7 +29,6 @@ from .tokenizer import Tokenizer
 
 SUPPORTED_ARCHS = ("llama", "qwen2")
 CACHE_FORMAT = 2  # bump when the layout of the float32 cache changes
-LAYER_FIELDS = ("attn_norm", "wqkv", "bqkv", "wo", "mlp_norm", "w_gate_up", "w_down")
 
 
 def _field(reader, key: str, default=None):
@@ -143,9 +143,8 @@ def _dequantized_tensors(reader, path: Path, config: ModelConfig) -> dict[str, n
 
 
 def weights_from_arrays(arrays: dict[str, np.ndarray], config: ModelConfig) -> Weights:
-    layers = [
-        LayerWeights(**{f: arrays.get(f"layer{i}.{f}") for f in LAYER_FIELDS}) for i in range(config.n_layers)
-    ]
+    names = [field.name for field in dataclasses.fields(LayerWeights)]  # the cache's files are named after them
+    layers = [LayerWeights(**{name: arrays.get(f"layer{i}.{name}") for name in names}) for i in range(config.n_layers)]
     embedding = arrays["token_embedding"]
     return Weights(
         token_embedding=embedding,
