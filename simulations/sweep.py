@@ -60,8 +60,7 @@ def repeats_for(n_tokens: int, repeats: int, budget: int = PREFILL_TOKEN_BUDGET)
 
 
 def timed_runs(model: LoadedModel, n_tokens: int, decode_steps: int, repeats: int) -> list[list[Step]]:
-    """`repeats_for(n_tokens, repeats)` timed runs, each the prefill of an `n_tokens` prompt then
-    `decode_steps` greedy decode steps with the KV cache."""
+    """`repeats_for(n_tokens, repeats)` timed runs: an `n_tokens` prompt's prefill, then `decode_steps` steps."""
     prompt = prompt_of_length(model, n_tokens)
     return [list(generate(model, prompt, max_new_tokens=decode_steps + 1, stop_at_eos=False))
             for _ in range(repeats_for(n_tokens, repeats))]
