@@ -6,8 +6,8 @@ The ways to run it are named after what they are, and all are one function, ``fo
 - ``decode_step``: one new token; reads the KV cache, appends one row to it.
 - ``forward_without_cache``: the picoGPT-style baseline that recomputes every position for every
   new token. It exists so the article can measure what the KV cache saves.
-- ``decode_batch`` and ``mixed_step``: what a serving engine runs, many sequences with a KV cache each
-  in one pass (``transformer_block``); ``mixed_step`` adds a chunk of another prompt (chunked prefill).
+- ``decode_batch`` and ``mixed_step``: what a serving engine runs, many sequences (a KV cache each) in
+  one pass that reads the weights once; ``mixed_step`` adds a chunk of another prompt (chunked prefill).
 
 Everything stays float32: numpy 2 promotes float32 arrays combined with a float64 scalar
 (``1 / np.sqrt(d)``) to float64, which silently doubles the bytes and costs 10-20x in speed.
