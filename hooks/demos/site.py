@@ -64,24 +64,24 @@ def default_measurements(project_dir: Path) -> Measurements:
 
 @dataclass
 class DemoPlace:
-    """What takes one demo block's place in the page: HTML blocks (the demo; under `mkdocs serve`, an
+    """What takes one demo block's place in the page: its markup (the demo; under `mkdocs serve`, an
     error box instead of it or above it) and the demo's JSON file."""
 
-    html: list[str]
+    html: str
     file: File | None = None
 
 
 @dataclass
 class PageDemos:
-    """One page's demos: raw source (for line numbers), its demo blocks, what takes each one's place,
-    and the readouts of its demos by kind."""
+    """One page's demos: raw source (for line numbers), URL (the demos' JSON is linked relative to it),
+    demo blocks, what takes each one's place, and the readouts of its demos by kind."""
 
     src_path: str
+    url: str
     source: str
     blocks: list[BlockSource]
     places: list[DemoPlace] = field(default_factory=list)
     readouts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    placed: list[str] = field(default_factory=list)  # this page's demo markup, by slot
 
 
 class DemoSite:
@@ -103,8 +103,8 @@ class DemoSite:
         self.lang = str(config.theme.get("language") or "en")
         default_lang = getattr(config.plugins.get("i18n"), "default_language", None) or self.lang
         self.strings, self.strings_mistake = self._load_strings(Path(config.docs_dir), default_lang)
-        pages = [PageDemos(self.shown_path(file), file.content_string, blocks.block_sources(file.content_string))
-                 for file in files.documentation_pages()]
+        pages = [PageDemos(self.shown_path(file), file.url, file.content_string,
+                           blocks.block_sources(file.content_string)) for file in files.documentation_pages()]
         new_files = [assets.plotly_file(config, self.project_dir)]
         # Every block is checked before any is simulated: a build stops at a mistake at once.
         checked = [[self._check(page, index, block) for index, block in enumerate(page.blocks)] for page in pages]
@@ -143,19 +143,19 @@ class DemoSite:
 
     def _place(self, page: PageDemos, block: DemoBlock | str, config: MkDocsConfig) -> DemoPlace:
         if isinstance(block, str):
-            return DemoPlace([block])
-        strings_box = [self.strings_mistake] if self.strings_mistake else []
-        if strings_box and not self.strings.values:  # not even the default language's labels: no demo
-            return DemoPlace(strings_box)
+            return DemoPlace(block)
+        if self.strings_mistake and not self.strings.values:  # not even the default language's labels: no demo
+            return DemoPlace(self.strings_mistake)
         try:
             content, context, readouts = self._demo_json(block)
+            file = assets.demo_file(config, block.kind, self.lang, content)
             markup = render.render_demo(self.templates_dir, block.kind, {
-                **context, "kind": block.kind, "lang": self.lang, "trace_url": "",
-                "demo_id": f"pd-demo-{block.kind}-{block.index + 1}"})
+                **context, "strings": self.strings, "kind": block.kind, "lang": self.lang,
+                "trace_url": get_relative_url(file.url, page.url), "demo_id": f"pd-demo-{block.kind}-{block.index + 1}"})
         except AuthoringMistake as error:  # e.g. a label the demo needs and no strings file has
-            return DemoPlace([authoring.report(error)])
+            return DemoPlace(authoring.report(error))
         page.readouts.setdefault(block.kind, readouts)
-        return DemoPlace([*strings_box, markup], assets.demo_file(config, block.kind, self.lang, content))
+        return DemoPlace("\n".join(filter(None, [self.strings_mistake, markup])), file)
 
     def _demo_json(self, block: DemoBlock) -> tuple[str, dict[str, Any], dict[str, Any]]:
         """The demo's JSON text, fallback context and prose readouts, cached on disk like simulations (figure building
@@ -169,8 +169,8 @@ class DemoSite:
             with m.cache.recording() as used:
                 demo = BUILDERS[block.kind](block, m, self.strings)
             content = json.dumps(demo.data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-            return {"content": content, "context": {k: v for k, v in demo.context.items() if k != "strings"},
-                    "readouts": demo.readouts, "depends_on": sorted(set(used))}
+            return {"content": content, "context": demo.context, "readouts": demo.readouts,
+                    "depends_on": sorted(set(used))}
 
         def sound(built: dict[str, Any]) -> bool:
             # A damaged simulation file under a cached demo is still found, reported and recomputed.
@@ -178,7 +178,7 @@ class DemoSite:
 
         built = m.cache.get_or_compute(parts, build, label=f"{block.kind} demo ({self.lang})", announce=False,
                                        valid=sound)
-        return built["content"], {**built["context"], "strings": self.strings}, built["readouts"]
+        return built["content"], built["context"], built["readouts"]
 
     # -- on_page_markdown -------------------------------------------------------------------------
     def page_markdown(self, markdown: str, page: Page) -> str:
@@ -186,7 +186,7 @@ class DemoSite:
         if demos is None:
             return markdown
         markdown = claims.resolve_page(markdown, demos.source, demos.src_path, self.figures(demos.readouts))
-        markdown = self._replace_blocks(markdown, demos, page)
+        markdown = self._replace_blocks(markdown, demos)
         m, strings = self.measurements, self.strings
         # Titles are built on first use: a page without figure references never triggers the sweep.
         titles = {"measured": lambda: measured_source(m.sweep()["machine"], m.simulator.model_name, strings),
@@ -194,7 +194,7 @@ class DemoSite:
         return inline_figures.replace_figures(markdown, demos.source, demos.src_path, self.figures(demos.readouts),
                                               titles)
 
-    def _replace_blocks(self, markdown: str, demos: PageDemos, page: Page) -> str:
+    def _replace_blocks(self, markdown: str, demos: PageDemos) -> str:
         if not demos.places:
             return markdown
         lines = markdown.split("\n")
@@ -202,13 +202,6 @@ class DemoSite:
         if len(fences) != len(demos.places):
             raise PluginError(f"{demos.src_path}: found {len(fences)} demo blocks in the page but "
                               f"{len(demos.places)} in the file — another hook changed them")
-        demos.placed = []
-        for place in demos.places:
-            html = list(place.html)
-            if place.file is not None:
-                url = get_relative_url(place.file.url, page.file.url)
-                html[-1] = html[-1].replace('data-pd-trace=""', f'data-pd-trace="{url}"', 1)
-            demos.placed.append("\n".join(html))
         for index, fence in reversed(list(enumerate(fences))):
             lines[fence.start : fence.end + 1] = ["", render.slot(index), ""]  # the markup goes in after Markdown
         return "\n".join(lines)
@@ -216,7 +209,9 @@ class DemoSite:
     # -- on_page_content --------------------------------------------------------------------------
     def page_content(self, html: str, page: Page) -> str:
         demos = self.pages.get(self.shown_path(page.file))
-        return render.fill_slots(html, demos.placed, demos.src_path) if demos and demos.placed else html
+        if not demos or not demos.places:
+            return html
+        return render.fill_slots(html, [place.html for place in demos.places], demos.src_path)
 
     def figures(self, page_readouts: dict[str, dict[str, Any]] | None = None) -> inline_figures.FigureResolver:
         """Figures for this language: the global measurements, and the page's demos' readouts if on a page."""

@@ -121,7 +121,8 @@ def test_the_demo_json_follows_its_schema(measurements, strings):
 def test_the_fallback_shows_both_tables_from_the_same_data(measurements, strings):
     demo = BUILDERS["batching"](batching_block(measurements), measurements, strings)
     html = render_demo(REPO / "overrides/pd", "batching",
-                       {**demo.context, "kind": "batching", "lang": strings.lang, "trace_url": "", "demo_id": "d"})
+                       {**demo.context, "strings": strings, "kind": "batching", "lang": strings.lang, "trace_url": "",
+                        "demo_id": "d"})
     assert html.count("<table") == 2 and strings["batching.case_chunked"] in html
     assert "400 ms" in html and "30 ms" in html  # the stalls
     assert "160 ms" in html  # each user's wait at B = 64

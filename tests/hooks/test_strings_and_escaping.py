@@ -177,7 +177,7 @@ def built_page(tmp_path: Path, strings, *, prompt: str = "Hello", note: str = "A
     page_path = DOCS / strings.lang / "literal-test.md"
     site = DemoSite(REPO, measurements, TEMPLATES)
     site.strings, site.lang = strings, strings.lang
-    demos = PageDemos(f"docs/{strings.lang}/literal-test.md", source, block_sources(source))
+    demos = PageDemos(f"docs/{strings.lang}/literal-test.md", "literal-test/", source, block_sources(source))
     demos.places = [site._place(demos, validate(parse_block(found, "literal-test.md", index), site.limits), config)
                     for index, found in enumerate(demos.blocks)]
     site.pages = {demos.src_path: demos}

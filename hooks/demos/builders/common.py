@@ -51,7 +51,7 @@ def fallback(block: DemoBlock, strings: Strings, *, measured: str, projected: st
              title: str | None = None, **extra: Any) -> dict[str, Any]:
     """The context of the kind's template in overrides/pd/: caption, note, readouts, table, sources."""
     return {"title": title or strings[f"{block.kind}.title"], "note": block.note, "rows": rows or [], "table": table,
-            "source_measured": measured, "source_projected": projected, "strings": strings, **extra}
+            "source_measured": measured, "source_projected": projected, **extra}
 
 
 # -- a prompt and its answer -------------------------------------------------------------------------
