@@ -259,16 +259,12 @@ class FigureResolver:
         if row is None:
             raise LookupError(f"no projection of {pid} at {length!r} tokens (known: "
                               f"{', '.join(str(r['prompt_tokens']) for r in rows)})")
-        kv_bytes = row["kv_bytes_per_token"] * row["prompt_tokens"]
-        if key in ("kv_share", "kv_users"):
-            memory = projections.get("devices", {}).get(row["device"], {}).get("memory_bytes")
-            if not memory:
-                raise LookupError(f"device {row['device']} has no memory size in the projections data")
-            if key == "kv_users":  # how many users' caches of this length fit in the memory the weights leave
-                return self._number(max(0, int((memory - row["weight_bytes"]) // kv_bytes)), fmt.count, "projected")
-            return self._number(kv_bytes / memory, fmt.percent, "projected")
+        if key == "kv_users":  # how many users' caches of this length fit in the memory the weights leave
+            memory = projections["devices"][row["device"]]["memory_bytes"]
+            return self._number(max(0, int((memory - row["weight_bytes"]) // row["kv_bytes"])), fmt.count, "projected")
         value, show = {"ttft_ms": (row["ttft_ms"], fmt.ms), "decode_ms": (row["decode_ms_per_token"], fmt.ms),
-                       "tps": (row["tps"], fmt.tps), "kv_mb": (kv_bytes, fmt.megabytes)}[key]
+                       "tps": (row["tps"], fmt.tps), "kv_mb": (row["kv_bytes"], fmt.megabytes),
+                       "kv_share": (row["kv_share_of_memory"], fmt.percent)}[key]
         return self._number(value, show, "projected")
 
     def _pub(self, key: str, arg: str | None) -> Figure:
