@@ -11,11 +11,9 @@ from hooks.markdown_blocks import without_fences
 
 # Fixed slugs, the same in every language; the order is the reading order.
 CHAPTER_SLUGS: tuple[str, ...] = ("two-phases", "prefill", "decode", "ttft-tps", "bottleneck", "batching", "summary")
+# The reading path. The appendices (mkdocs.yml's nav puts them after the chapters, unnumbered) are reference
+# tables a reader consults, so the landing page's reading time leaves them out.
 PAGE_SLUGS: tuple[str, ...] = ("index", *CHAPTER_SLUGS)
-# Appendices follow the chapters in the navigation, without a number. They are reference material a reader
-# consults (generated tables of published measurements), not part of the reading path, so the landing page's
-# reading time leaves them out.
-APPENDIX_SLUGS: tuple[str, ...] = ("projections",)
 
 # Typical silent-reading speeds: Han characters per minute and words per minute.
 HAN_CHARS_PER_MINUTE = 300

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hooks.chapters import APPENDIX_SLUGS, CHAPTER_SLUGS
+from hooks.chapters import CHAPTER_SLUGS
+from tests.site.test_build import APPENDIX_SLUGS
 
 pytestmark = pytest.mark.browser
 
