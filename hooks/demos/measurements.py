@@ -120,7 +120,7 @@ class Measurements:
         label = f"sweep over prompt lengths {lengths} and contexts {ctxs} ({s.name}) on {self.simulator.model_name}"
         return self._cached(
             "sweep", label,
-            lambda: self.simulator.sweep(prompt_lengths=lengths, contexts=ctxs, decode_steps=s.decode_steps,
+            lambda: self.simulator.sweep(prompt_lengths=tuple(lengths), contexts=tuple(ctxs), decode_steps=s.decode_steps,
                                          repeats=s.repeats, progress=progress_logger("sweep")),
             prompt_lengths=lengths, contexts=ctxs, settings=asdict(s))
 
@@ -144,11 +144,8 @@ class Measurements:
                  f"on {self.simulator.model_name}")
         return self._cached(
             "batch", label,
-            lambda: self.simulator.batch(
-                batch_sizes=list(sizes.batch_sizes), context_tokens=sizes.context_tokens,
-                chunk_sizes=list(sizes.chunk_sizes), two_users_prompt_tokens=sizes.two_users_prompt_tokens,
-                two_users_chunk_tokens=sizes.two_users_chunk_tokens, repeats=s.repeats, peaks=peaks,
-                progress=progress_logger("batch")),
+            lambda: self.simulator.batch(**asdict(sizes), repeats=s.repeats, peaks=peaks,
+                                         progress=progress_logger("batch")),
             **asdict(sizes), repeats=s.repeats, peaks=peaks)
 
     def projections(self, prompt_lengths: tuple[int, ...] | list[int] = DEFAULT_PROMPT_LENGTHS) -> dict[str, Any]:

@@ -72,12 +72,11 @@ class NumpySimulator:
 
         return record(self.model, prompt, max_new_tokens=max_new_tokens, chat=chat, progress=progress)
 
-    def sweep(self, *, prompt_lengths: list[int], contexts: list[int], decode_steps: int, repeats: int,
-              progress: Progress | None) -> dict[str, Any]:
+    def sweep(self, **settings: Any) -> dict[str, Any]:
+        """simulations.sweep.sweep on the loaded model (prompt lengths, contexts, decode steps, repeats, progress)."""
         from simulations.sweep import sweep
 
-        return sweep(self.model, prompt_lengths=tuple(prompt_lengths), contexts=tuple(contexts),
-                     decode_steps=decode_steps, repeats=repeats, progress=progress)
+        return sweep(self.model, **settings)
 
     def roofline(self, *, prompt_tokens: int, repeats: int, peak_repeats: int, decode_steps: int,
                  progress: Progress | None) -> dict[str, Any]:
@@ -94,13 +93,9 @@ class NumpySimulator:
 
         return project(prompt_lengths=tuple(prompt_lengths))
 
-    def batch(self, *, batch_sizes: list[int], context_tokens: int, chunk_sizes: list[int],
-              two_users_prompt_tokens: int, two_users_chunk_tokens: int, repeats: int, peaks: dict[str, float],
-              progress: Progress | None) -> dict[str, Any]:
-        """Batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/1)."""
+    def batch(self, **settings: Any) -> dict[str, Any]:
+        """simulations.batch.measure on the loaded model (a BatchSizes' fields, repeats, peaks, progress):
+        batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/1)."""
         from simulations.batch import measure
 
-        return measure(self.model, batch_sizes=tuple(batch_sizes), context_tokens=context_tokens,
-                       chunk_sizes=tuple(chunk_sizes), two_users_prompt_tokens=two_users_prompt_tokens,
-                       two_users_chunk_tokens=two_users_chunk_tokens, repeats=repeats, peaks=peaks,
-                       progress=progress)
+        return measure(self.model, **settings)
