@@ -44,21 +44,16 @@ def _simulator(spec: str | None) -> NumpySimulator:
 
 
 @cache
-def _demo_code_hash() -> str:
-    return source_hash(Path(__file__).resolve().parent)
-
-
-@cache
-def _simulation_code_hash() -> str:
-    # Hashed once per process: under `mkdocs serve` the simulation modules stay imported, so results are
-    # keyed by the code that actually runs (restart the server to run edited simulation code).
-    return source_hash(simulations_dir())
+def _code_hash(package_dir: Path) -> str:
+    # Hashed once per process: under `mkdocs serve` the simulation and demo modules stay imported, so results
+    # are keyed by the code that actually runs (restart the server to run edited code).
+    return source_hash(package_dir)
 
 
 def default_measurements(project_dir: Path) -> Measurements:
     """Measurements for the model named by PD_MODEL and the sweep size named by PD_SWEEP."""
     spec = model_spec()
-    return Measurements(_simulator(spec), ResultCache(project_dir / CACHE_DIR), _simulation_code_hash(),
+    return Measurements(_simulator(spec), ResultCache(project_dir / CACHE_DIR), _code_hash(simulations_dir()),
                         sweep_settings(), batch_sizes_for(spec))
 
 
@@ -163,7 +158,7 @@ class DemoSite:
         m = self.measurements
         parts = {"what": "demo", "kind": block.kind, "options": block.options, "lang": self.lang,
                  "strings": self.strings.values, "simulation_code": m.code_hash, "model": m.simulator.fingerprint,
-                 "sweep": m.settings.name, "demo_code": _demo_code_hash()}
+                 "sweep": m.settings.name, "demo_code": _code_hash(Path(__file__).resolve().parent)}
 
         def build() -> dict[str, Any]:
             with m.cache.recording() as used:
