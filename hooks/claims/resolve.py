@@ -91,9 +91,9 @@ def _check_refs(text: str, line: int, path: str, resolver: FigureResolver, mista
     shown = ""
     for ref in find_refs(text):
         try:
-            resolver.figure(ref.body)
+            resolver.figure(ref["body"])
         except LookupError as error:
-            shown += mistakes.report(path, line + text.count("\n", 0, ref.start), figure_error(error))
+            shown += mistakes.report(path, line + text.count("\n", 0, ref.start()), figure_error(error))
     return shown
 
 

@@ -64,19 +64,9 @@ PAGE_NAMES: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Ref:
-    """One figure reference: where it is in the text (offsets) and what it says."""
-
-    start: int
-    end: int
-    body: str
-
-
-def find_refs(markdown: str) -> list[Ref]:
-    """Every `{{ … }}` outside fenced code and inline code, in order."""
-    return [Ref(match.start(), match.end(), match.group("body"))
-            for match in prose_matches(_REF, markdown) if match.group("body") is not None]
+def find_refs(markdown: str) -> list[re.Match[str]]:
+    """Every `{{ … }}` outside fenced code and inline code, in order: its offsets and its "body"."""
+    return [match for match in prose_matches(_REF, markdown) if match["body"] is not None]
 
 
 def prose_matches(pattern: re.Pattern[str], markdown: str) -> list[re.Match[str]]:
@@ -312,13 +302,13 @@ def figure_error(error: LookupError) -> str:
     return f"{error.args[0]} — allowed: {allowed_names()}"
 
 
-def source_lines(markdown: str, source: str, refs: list[Ref]) -> Iterator[int]:
+def source_lines(markdown: str, source: str, refs: list[re.Match[str]]) -> Iterator[int]:
     """The line in the raw file of each reference of `markdown`: that of the source's next reference with
     the same text (claims may have dropped references of phrasings that were not printed)."""
     source_refs = iter(find_refs(source))
     for ref in refs:
-        same = next((found for found in source_refs if found.body == ref.body), None)
-        yield line_of(source, same.start) if same else line_of(markdown, ref.start)
+        same = next((found for found in source_refs if found["body"] == ref["body"]), None)
+        yield line_of(source, same.start()) if same else line_of(markdown, ref.start())
 
 
 def replace_figures(markdown: str, source: str, src_path: str, resolver: FigureResolver,
@@ -330,14 +320,14 @@ def replace_figures(markdown: str, source: str, src_path: str, resolver: FigureR
         return markdown
     pieces, position = [], 0
     for ref, line in zip(refs, source_lines(markdown, source, refs), strict=True):
-        pieces.append(markdown[position:ref.start])
+        pieces.append(markdown[position:ref.start()])
         try:
-            figure = resolver.figure(ref.body)
+            figure = resolver.figure(ref["body"])
         except LookupError as error:
             pieces.append(mistake(src_path, line, figure_error(error)))
         else:
             title = figure.title or titles[figure.source]()
             pieces.append(f'<span class="pd-figure" title="{escape(title)}">{escape(figure.text)}</span>')
-        position = ref.end
+        position = ref.end()
     pieces.append(markdown[position:])
     return "".join(pieces)
