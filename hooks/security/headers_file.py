@@ -33,13 +33,9 @@ def url_patterns(relative_html: str) -> list[str]:
 
 
 def render_headers_file(page_hashes: Mapping[str, Sequence[str]]) -> str:
-    """`_headers` text: common headers and the union CSP for `/*`, a year's caching for Material's
-    fingerprinted assets, then one exact CSP rule per page.
-
-    Hosts that combine matching rules (comma-joined CSP = both policies enforced) and hosts where
-    the last match wins (the test server) both end with the page's own hashes: every page's hashes
-    are a subset of the union. `/*` also covers 404.html, which hosts serve for any unknown path.
-    """
+    """`_headers` text: common headers and the union CSP for `/*` (404.html included), a year's caching
+    for Material's fingerprinted assets, then one exact CSP rule per page. Hosts that combine matching
+    rules and hosts where the last match wins both end with the page's own hashes (hooks/security/README.md)."""
     union = [digest for hashes in page_hashes.values() for digest in hashes]
     lines = [HEADER, "/*"]
     lines += [f"  {name}: {value}" for name, value in COMMON_HEADERS]

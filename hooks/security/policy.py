@@ -5,19 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 # Directive → sources, in the order they are written. `script-src` gets the page's inline-script
-# hashes appended. Why each line is what it is: hooks/security/README.md.
+# hashes appended. Why each line is what it is (plotly.js's inline styles, Material's data: icons and
+# search worker…): hooks/security/README.md.
 _DIRECTIVES: tuple[tuple[str, str], ...] = (
     ("default-src", "'self'"),
     ("script-src", "'self'"),
-    # plotly.js writes style="…" attributes on its SVG nodes and injects one <style> element for
-    # its hover and mode-bar rules; neither can be hashed (attributes would need 'unsafe-hashes',
-    # and the values change at run time). Inline CSS cannot run code.
     ("style-src", "'self' 'unsafe-inline'"),
-    # Material's icons and plotly's mode-bar use data: SVG images.
     ("img-src", "'self' data:"),
     ("font-src", "'self'"),
     ("connect-src", "'self'"),
-    # Material's search runs in a Web Worker loaded from the site.
     ("worker-src", "'self'"),
     ("object-src", "'none'"),
     ("base-uri", "'self'"),
