@@ -120,7 +120,7 @@ class Measurements:
         label = f"sweep over prompt lengths {lengths} and contexts {ctxs} ({s.name}) on {self.simulator.model_name}"
         return self._cached(
             "sweep", label,
-            lambda: self.simulator.sweep(prompt_lengths=tuple(lengths), contexts=tuple(ctxs), decode_steps=s.decode_steps,
+            lambda: self.simulator.sweep(prompt_lengths=lengths, contexts=ctxs, decode_steps=s.decode_steps,
                                          repeats=s.repeats, progress=progress_logger("sweep")),
             prompt_lengths=lengths, contexts=ctxs, settings=asdict(s))
 
