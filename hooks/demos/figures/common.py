@@ -38,32 +38,21 @@ def plot_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _escaped(value: Any, key: str) -> Any:
-    """A label escaped; a template keeps the line breaks and <extra></extra> it needs."""
-    if isinstance(value, list):
-        return [_escaped(item, key) for item in value]
-    if not isinstance(value, str):
-        return value
-    escaped = plot_text(value)
+def escape_labels(node: Any, key: str | None = None) -> Any:
+    """A figure's JSON with every label string escaped (titles, axis titles, legend names, annotations,
+    hover templates, tick text; `key`: the text key the node is under). Builders pass raw strings; this is
+    the one place they become Plotly text. A template keeps the line breaks and <extra></extra> it needs."""
+    if isinstance(node, list):
+        return [escape_labels(item, key) for item in node]
+    if isinstance(node, dict):
+        return {name: escape_labels(value, name if name in TEXT_KEYS else None) for name, value in node.items()}
+    if not isinstance(node, str) or key is None:
+        return node
+    escaped = plot_text(node)
     if key in ("hovertemplate", "texttemplate"):
         for entity, tag in OWN_MARKUP.items():
             escaped = escaped.replace(entity, tag)
     return escaped
-
-
-def escape_labels(node: Any) -> None:
-    """Escape every label string in a figure dict, in place (titles, axis titles, legend names,
-    annotations, hover templates, tick text). Builders pass raw strings; this is the one place they
-    become Plotly text."""
-    if isinstance(node, list):
-        for item in node:
-            escape_labels(item)
-    elif isinstance(node, dict):
-        for key, value in node.items():
-            if key in TEXT_KEYS and not isinstance(value, dict):
-                node[key] = _escaped(value, key)
-            else:
-                escape_labels(value)
 
 
 def round_floats(node: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:
@@ -113,10 +102,7 @@ def to_dict(figure: go.Figure) -> dict[str, Any]:
                               yshift=8 - BOTTOM, xanchor="left", yanchor="bottom", font={"size": 10}, name="pd-source")
     data = json.loads(figure.to_json())
     data["layout"].pop("meta", None)
-    data["label"] = data["layout"]["title"]["text"]
     for index, frame in enumerate(data.get("frames") or []):
         frame["name"] = str(index)
-    # Labels escaped for Plotly, floats rounded (smaller JSON).
-    data = round_floats(data)
-    escape_labels([data.get("layout"), data.get("data"), data.get("frames")])
-    return data
+    # Labels escaped for Plotly, floats rounded (smaller JSON); the accessible name stays plain text.
+    return {**escape_labels(round_floats(data)), "label": data["layout"]["title"]["text"]}
