@@ -138,8 +138,8 @@ class FigureResolver:
     def _number(self, value: float, show: Callable[[float, str], str], source: str = "measured") -> Figure:
         return Figure(float(value), show(value, self.lang), source)
 
-    def _unit(self, value: float, unit: str, source: str = "measured") -> Figure:
-        return Figure(float(value), fmt.with_unit(value, unit, self.lang), source)
+    def _unit(self, value: float, unit: str) -> Figure:
+        return Figure(float(value), fmt.with_unit(value, unit, self.lang), "measured")
 
     # -- names by group -----------------------------------------------------------------------------
     def _page(self, name: str) -> Figure:
@@ -293,13 +293,10 @@ def _measured_at(points: list[dict[str, Any]], field: str, arg: str | None) -> d
     return point
 
 
-def allowed_names() -> str:
-    return ", ".join(f"{name}@{arg}" if arg else name for name, arg in {**GLOBAL_NAMES, **PAGE_NAMES}.items())
-
-
 def figure_error(error: LookupError) -> str:
     """The message of a bad figure reference: what is wrong, then every name that exists."""
-    return f"{error.args[0]} — allowed: {allowed_names()}"
+    names = ", ".join(f"{name}@{arg}" if arg else name for name, arg in {**GLOBAL_NAMES, **PAGE_NAMES}.items())
+    return f"{error.args[0]} — allowed: {names}"
 
 
 def source_lines(markdown: str, source: str, refs: list[re.Match[str]]) -> Iterator[int]:
