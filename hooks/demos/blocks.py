@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from hooks.authoring import AuthoringMistake
-from hooks.markdown_blocks import demo_fences
+from hooks.markdown_blocks import Fence, demo_fences
 
 KINDS: tuple[str, ...] = ("conversation", "prefill", "decode", "timeline", "roofline", "recap", "device", "batching")
 # Kinds that record a prompt (and so need one).
@@ -71,28 +71,16 @@ def fail(src_path: str, line: int, what: str, allowed: str) -> AuthoringMistake:
     return AuthoringMistake(src_path, line, f"{what} — allowed: {allowed}")
 
 
-@dataclass(frozen=True)
-class BlockSource:
-    """The text of one `demo` block: its body lines (dedented) and the 1-based line of its opening fence."""
-
-    line: int
-    body_lines: list[str]
-
-
-def block_sources(source: str) -> list[BlockSource]:
-    """Every `demo` block of a page's raw source, unparsed (front matter included, so lines match the file)."""
-    lines = source.split("\n")
-    return [BlockSource(fence.start + 1, fence.body(lines)) for fence in demo_fences(source)]
-
-
 def parse_blocks(source: str, src_path: str) -> list[DemoBlock]:
     """Every `demo` block of a page's raw source; the first bad one raises its AuthoringMistake."""
-    return [parse_block(block, src_path, index) for index, block in enumerate(block_sources(source))]
+    lines = source.split("\n")
+    return [parse_block(lines, fence, src_path, index) for index, fence in enumerate(demo_fences(source))]
 
 
-def parse_block(block: BlockSource, src_path: str, index: int) -> DemoBlock:
-    """One block's YAML as a DemoBlock (the index-th block of its page), or its AuthoringMistake."""
-    body_lines, line = block.body_lines, block.line
+def parse_block(lines: list[str], fence: Fence, src_path: str, index: int) -> DemoBlock:
+    """The YAML of the demo block `fence` of a page's raw source `lines` (front matter included, so lines
+    match the file) as a DemoBlock (the index-th block of its page), or its AuthoringMistake."""
+    body_lines, line = fence.body(lines), fence.start + 1
     body = "\n".join(body_lines)
     allowed_kinds = ", ".join(KINDS)
     try:

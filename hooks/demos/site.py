@@ -24,14 +24,14 @@ from mkdocs.utils import get_relative_url
 from hooks import authoring, claims
 from hooks.authoring import AuthoringMistake
 from hooks.demos import assets, blocks, inline_figures, render
-from hooks.demos.blocks import BlockSource, DemoBlock, Limits
+from hooks.demos.blocks import DemoBlock, Limits
 from hooks.demos.builders import BUILDERS
 from hooks.demos.builders.common import measured_source
 from hooks.demos.cache import ResultCache, source_hash
 from hooks.demos.measurements import Measurements, batch_sizes_for, sweep_settings
 from hooks.demos.simulator import NumpySimulator, model_spec, simulations_dir
 from hooks.demos.strings import Strings, load_strings, readable_strings, shown_path
-from hooks.markdown_blocks import demo_fences
+from hooks.markdown_blocks import Fence, demo_fences
 
 log = get_plugin_logger(__name__)
 
@@ -74,7 +74,7 @@ class PageDemos:
     src_path: str
     url: str
     source: str
-    blocks: list[BlockSource]
+    fences: list[Fence]
     places: list[DemoPlace] = field(default_factory=list)
     readouts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -98,11 +98,11 @@ class DemoSite:
         self.lang = str(config.theme.get("language") or "en")
         default_lang = getattr(config.plugins.get("i18n"), "default_language", None) or self.lang
         self.strings, self.strings_mistake = self._load_strings(Path(config.docs_dir), default_lang)
-        pages = [PageDemos(self.shown_path(file), file.url, file.content_string,
-                           blocks.block_sources(file.content_string)) for file in files.documentation_pages()]
+        pages = [PageDemos(self.shown_path(file), file.url, file.content_string, demo_fences(file.content_string))
+                 for file in files.documentation_pages()]
         new_files = [assets.plotly_file(config, self.project_dir)]
         # Every block is checked before any is simulated: a build stops at a mistake at once.
-        checked = [[self._check(page, index, block) for index, block in enumerate(page.blocks)] for page in pages]
+        checked = [[self._check(page, index, fence) for index, fence in enumerate(page.fences)] for page in pages]
         for page, page_checked in zip(pages, checked, strict=True):
             page.places = [self._place(page, block, config) for block in page_checked]
             new_files += [place.file for place in page.places if place.file]
@@ -127,10 +127,11 @@ class DemoSite:
                       count_prompt_tokens=simulator.count_prompt_tokens,
                       projection_ids=self.measurements.projection_ids())
 
-    def _check(self, page: PageDemos, index: int, source: BlockSource) -> DemoBlock | str:
+    def _check(self, page: PageDemos, index: int, fence: Fence) -> DemoBlock | str:
         """The parsed, validated block, or the error box of its mistake (mkdocs serve; a build stops)."""
         try:
-            block = blocks.validate(blocks.parse_block(source, page.src_path, index), self.limits)
+            block = blocks.parse_block(page.source.split("\n"), fence, page.src_path, index)
+            block = blocks.validate(block, self.limits)
             claims.resolve_note(block, self.figures())
             return block
         except AuthoringMistake as error:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hooks.chapters import readable_text
-from hooks.demos.blocks import block_sources
+from hooks.demos.blocks import parse_blocks
 from hooks.markdown_blocks import Fence, demo_fences, iter_fences, without_fences
 from hooks.parity import page_shape
 
@@ -69,7 +69,7 @@ def test_without_fences_keeps_the_prose_and_drops_the_code():
 
 
 def test_demo_blocks_parity_and_reading_time_see_the_same_blocks():
-    assert [b.body_lines[0] for b in block_sources(PAGE)] == ["kind: recap", "kind: timeline"]
+    assert [block.kind for block in parse_blocks(PAGE, "page.md")] == ["recap", "timeline"]
     shape = page_shape(PAGE)
     assert shape.demo_kinds == ("recap", "timeline")
     assert shape.headings == 2  # `# not a heading` is code

@@ -11,10 +11,11 @@ import yaml
 from markupsafe import escape
 from mkdocs.exceptions import PluginError
 
-from hooks.demos.blocks import block_sources, parse_block, validate
+from hooks.demos.blocks import parse_blocks, validate
 from hooks.demos.render import fill_slots, render_demo
 from hooks.demos.site import PageDemos
 from hooks.demos.strings import load_strings
+from hooks.markdown_blocks import demo_fences
 
 from .conftest import DOCS, REPO, CountingSimulator
 
@@ -177,9 +178,9 @@ def built_page(tmp_path: Path, strings, *, prompt: str = "Hello", note: str = "A
     page_path = DOCS / strings.lang / "literal-test.md"
     site = DemoSite(REPO, measurements, TEMPLATES)
     site.strings, site.lang = strings, strings.lang
-    demos = PageDemos(f"docs/{strings.lang}/literal-test.md", "literal-test/", source, block_sources(source))
-    demos.places = [site._place(demos, validate(parse_block(found, "literal-test.md", index), site.limits), config)
-                    for index, found in enumerate(demos.blocks)]
+    demos = PageDemos(f"docs/{strings.lang}/literal-test.md", "literal-test/", source, demo_fences(source))
+    demos.places = [site._place(demos, validate(block, site.limits), config)
+                    for block in parse_blocks(source, "literal-test.md")]
     site.pages = {demos.src_path: demos}
     page = SimpleNamespace(file=SimpleNamespace(url="literal-test/", abs_src_path=str(page_path)))
     body = markdown.markdown(site.page_markdown(source, page),
