@@ -12,12 +12,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import simulations
+from simulations import batch, cost, loader, projections, roofline, sweep, trace
+
 Progress = Callable[[str, "float | None"], None]
 
 
 def simulations_dir() -> Path:
-    import simulations
-
     return Path(simulations.__file__).resolve().parent
 
 
@@ -34,9 +35,7 @@ class NumpySimulator:
 
     @cached_property
     def model(self) -> Any:
-        from simulations.loader import load_model
-
-        return load_model(self.spec)
+        return loader.load_model(self.spec)
 
     @property
     def model_name(self) -> str:
@@ -56,46 +55,32 @@ class NumpySimulator:
         return len(tokenizer.encode(tokenizer.render_chat(prompt, None).text))
 
     def model_summary(self) -> dict[str, Any]:
-        from simulations.trace import model_summary
-
-        return model_summary(self.model)
+        return loader.model_summary(self.model)
 
     def pass_cost(self, new_tokens: int, past_tokens: int) -> Any:
         """The cost model's FLOPs and bytes (a simulations.cost.PassCost) of one pass of the loaded model."""
-        from simulations.cost import pass_cost
-
-        return pass_cost(self.model.config.shape, new_tokens, past_tokens)
+        return cost.pass_cost(self.model.config.shape, new_tokens, past_tokens)
 
     def record(self, prompt: str, *, max_new_tokens: int, chat: bool = True,
                progress: Progress | None = None) -> dict[str, Any]:
-        from simulations.trace import record
-
-        return record(self.model, prompt, max_new_tokens=max_new_tokens, chat=chat, progress=progress)
+        return trace.record(self.model, prompt, max_new_tokens=max_new_tokens, chat=chat, progress=progress)
 
     def sweep(self, **settings: Any) -> dict[str, Any]:
         """simulations.sweep.sweep on the loaded model (prompt lengths, contexts, decode steps, repeats, progress)."""
-        from simulations.sweep import sweep
-
-        return sweep(self.model, **settings)
+        return sweep.sweep(self.model, **settings)
 
     def roofline(self, *, prompt_tokens: int, repeats: int, peak_repeats: int, decode_steps: int,
                  progress: Progress | None) -> dict[str, Any]:
-        from simulations.roofline import measure_peaks, roofline
-
         if progress:
             progress("measuring this machine's peak FLOP/s and bandwidth", None)
-        peaks = measure_peaks(repeats=peak_repeats)
-        return roofline(self.model, peaks=peaks, prompt_tokens=prompt_tokens, decode_steps=decode_steps,
-                        repeats=repeats, progress=progress)
+        peaks = roofline.measure_peaks(repeats=peak_repeats)
+        return roofline.roofline(self.model, peaks=peaks, prompt_tokens=prompt_tokens, decode_steps=decode_steps,
+                                 repeats=repeats, progress=progress)
 
     def projections(self, *, prompt_lengths: list[int]) -> dict[str, Any]:
-        from simulations.projections import project
-
-        return project(prompt_lengths=tuple(prompt_lengths))
+        return projections.project(prompt_lengths=tuple(prompt_lengths))
 
     def batch(self, **settings: Any) -> dict[str, Any]:
         """simulations.batch.measure on the loaded model (a BatchSizes' fields, repeats, peaks, progress):
         batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/1)."""
-        from simulations.batch import measure
-
-        return measure(self.model, **settings)
+        return batch.measure(self.model, **settings)
