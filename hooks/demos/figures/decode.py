@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from hooks.demos.figures.common import base_layout, log_range, to_dict
 from hooks.demos.strings import Strings
 
-MASK_SHAPE = "pd-mask"  # decode.js and charts.js find the mask by this name
+MASK_SHAPE = "pd-mask"  # charts.js finds the mask by this name (decode.js takes it as shapes[0])
 
 
 def position_labels(trace: dict[str, Any], positions: int) -> list[str]:
@@ -63,8 +63,7 @@ def cache_vs_recompute(sweep: dict[str, Any], strings: Strings, source: str) -> 
     figure.update_layout(**base_layout(strings["decode.cache_title"], source))
     all_y = [y for y in cached + recompute if y and y > 0]
     figure.update_xaxes(title_text=strings["decode.axis_context"], type="log", tickvals=contexts,
-                        ticktext=[f"{c:,}" for c in contexts],
-                        range=log_range(contexts, pad=0.1))
+                        ticktext=[f"{c:,}" for c in contexts], range=log_range(contexts, pad=0.1))
     figure.update_yaxes(title_text=strings["common.axis_ms_per_token"], type="log",
                         range=log_range(all_y, pad=0.15))
     return to_dict(figure)
