@@ -9,7 +9,8 @@ counting observer and checks that the shapes the model multiplies give exactly t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import bisect
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,3 +160,15 @@ def prefill_cost(shape: ModelShape, prompt_tokens: int, **widths: float) -> Pass
 def decode_cost(shape: ModelShape, context: int, **widths: float) -> PassCost:
     """One new token with `context` tokens already in the KV cache."""
     return pass_cost(shape, 1, context, **widths)
+
+
+def first_compute_bound_prompt(prefill: Callable[[int], PassCost], ridge: float, longest: int) -> int | None:
+    """The shortest prompt (1..longest tokens) whose prefill reaches `ridge` FLOP/byte, the ridge point of a
+    roofline (peak FLOP/s ÷ bandwidth), where it turns compute-bound; None if none does.
+
+    Per extra prompt token the FLOPs grow by 2 per weight (plus attention) while the bytes grow only by one
+    token's KV cache, so the intensity only rises with the prompt: a bisection finds the first length.
+    """
+    lengths = range(1, longest + 1)
+    first = bisect.bisect_left(lengths, True, key=lambda tokens: prefill(tokens).intensity >= ridge)
+    return lengths[first] if first < len(lengths) else None

@@ -9,7 +9,6 @@ compute rates, what is counted) and its limits: simulations/PROJECTIONS.md.
 
 from __future__ import annotations
 
-import bisect
 import statistics
 from functools import cache
 from typing import Any
@@ -67,21 +66,11 @@ def phase_seconds(passed: cost.PassCost, device: dict[str, Any], dtype: str, *, 
 
 
 def crossover_tokens(m: dict[str, Any], device: dict[str, Any], dtype: str, bits: float) -> int | None:
-    """Smallest prompt length whose prefill is compute-bound: FLOPs ÷ peak ≥ bytes ÷ bandwidth.
-
-    Per extra prompt token the FLOPs grow by 2 per weight (plus attention) while the bytes grow only by
-    one token's KV cache, so once compute-bound a prefill stays so: a bisection finds the first length.
-    None if it is still memory-bound at LONGEST_PROMPT_SEARCHED tokens.
-    """
+    """Smallest prompt length whose prefill is compute-bound on `device` (`cost.first_compute_bound_prompt`);
+    None if it is still memory-bound at LONGEST_PROMPT_SEARCHED tokens."""
     peak, bandwidth = ceilings(device, dtype)
-
-    def compute_bound(tokens: int) -> bool:
-        prefill = phase_cost(m, bits, "prefill", tokens)
-        return bound(prefill.flops, prefill.bytes, peak, bandwidth) == "compute"
-
-    lengths = range(1, LONGEST_PROMPT_SEARCHED + 1)
-    first = bisect.bisect_left(lengths, True, key=compute_bound)
-    return lengths[first] if first < len(lengths) else None
+    return cost.first_compute_bound_prompt(lambda tokens: phase_cost(m, bits, "prefill", tokens), peak / bandwidth,
+                                           LONGEST_PROMPT_SEARCHED)
 
 
 # --- projections -----------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from hooks.authoring import mistake
 from hooks.demos import formatting as fmt
 from hooks.demos.readouts import projection_rows
 from hooks.markdown_blocks import iter_fences
+from simulations import cost
 
 _REF = re.compile(r"(?P<code>(?P<ticks>`+).+?(?P=ticks))|\{\{(?P<body>.*?)\}\}", re.S)
 _NAME = re.compile(r"^\s*(?P<name>[a-z_][a-z0-9_.]*)(?:@(?P<arg>[^\s{}]+))?\s*$")
@@ -167,7 +168,12 @@ class FigureResolver:
         if key == "ridge":
             return self._unit(ridge, "FLOP/byte")
         simulator = self.m.simulator
-        return self._number(_prefill_crossover(simulator.pass_cost, ridge, simulator.max_context), fmt.count)
+        crossover = cost.first_compute_bound_prompt(lambda tokens: simulator.pass_cost(tokens, 0), ridge,
+                                                    simulator.max_context)
+        if crossover is None:
+            raise LookupError(f"prefill never reaches this machine's ridge point ({ridge:.1f} FLOP/byte) within "
+                              f"the model's context of {simulator.max_context} tokens")
+        return self._number(crossover, fmt.count)
 
     def _model(self, key: str, arg: str | None) -> Figure:
         model = self.m.simulator.model_summary()
@@ -273,16 +279,6 @@ class FigureResolver:
             return Figure(None, str(source.get("title", "")), "published", cited)
         show = fmt.tps if key == "published_tps" else fmt.percent
         return Figure(float(row[key]), show(row[key], self.lang), "published", cited)
-
-
-def _prefill_crossover(cost: Callable[[int, int], Any], ridge: float, max_context: int) -> int:
-    """The smallest prompt length whose prefill intensity (cost model: FLOPs ÷ bytes of weights and KV
-    cache read and written) reaches `ridge`; scanned, not solved, so it holds whatever the cost model's shape."""
-    for n in range(1, max_context + 1):
-        if cost(n, 0).intensity >= ridge:
-            return n
-    raise LookupError(f"prefill never reaches this machine's ridge point ({ridge:.1f} FLOP/byte) within the "
-                      f"model's context of {max_context} tokens")
 
 
 def _measured_at(points: list[dict[str, Any]], field: str, arg: str | None) -> dict[str, Any]:
