@@ -17,11 +17,16 @@ const CONFIG = { displayModeBar: false, responsive: true, displaylogo: false, sc
 const STEP = { mode: "immediate", transition: { duration: 0 }, frame: { duration: 0, redraw: true } };
 
 let plotlyPromise = null;
+// One watcher keeps every drawn chart in the page's palette.
 const drawnCharts = new Set();
+watchPalette(() => {
+  if (!drawnCharts.size) return;
+  const palette = readPalette();
+  for (const drawn of drawnCharts) drawn.theme(palette);
+});
 
 /** Inject the site's own plotly.min.js once; resolves to window.Plotly. */
 function loadPlotly() {
-  if (window.Plotly) return Promise.resolve(window.Plotly);
   plotlyPromise ??= new Promise((resolve, reject) => {
     const script = document.createElement("script");
     script.src = PLOTLY_URL.href;
@@ -33,21 +38,10 @@ function loadPlotly() {
   return plotlyPromise;
 }
 
-/** Keep `chart` in the page's palette: one watcher re-themes every drawn chart. */
-function followPalette(chart) {
-  if (!drawnCharts.size) {
-    watchPalette(() => {
-      const palette = readPalette();
-      for (const drawn of drawnCharts) drawn.theme(palette);
-    });
-  }
-  drawnCharts.add(chart);
-}
-
 /** The figure's data and layout as they are in frame `index` (the figure's own when null). */
 function figureAt(figure, index) {
-  const data = (figure.data || []).map((trace) => ({ ...trace }));
-  const layout = structuredClone(figure.layout || {});
+  const data = figure.data.map((trace) => ({ ...trace }));
+  const layout = structuredClone(figure.layout);
   const frame = index === null ? null : figure.frames?.[index];
   if (!frame) return { data, layout };
   const targets = frame.traces || frame.data.map((_, i) => i);
@@ -87,16 +81,15 @@ function hoverNotMasked(plot, event) {
  *
  * Without `reveal`, show(i) animates to frame i (frames are named by their index; the demo's data
  * says which frame draws what). With `reveal(position, {background})`, show(position) is a
- * cheap update of the full figure instead, {restyle, relayout, traces} for Plotly.update: no redraw per
+ * cheap update of the full figure instead, {restyle, relayout} for Plotly.update: no redraw per
  * step of the player. Before the chart is drawn, show() only chooses what it is drawn with.
  */
 export function createChart(figure, text, { reveal = null } = {}) {
   const plot = h("div", { class: "pd-chart__plot" });
   const status = h("p", { class: "pd-chart__status", text: text("common.loading_chart") });
   const node = h("div", { class: "pd-chart", role: "img", "aria-label": figure.label }, status, plot);
-  const height = figure.layout?.height;
+  const height = figure.layout.height;
   if (height) node.style.setProperty("--pd-chart-height", `${height}px`);
-  const frameCount = figure.frames?.length || 0;
   let drawn = false;
   let busy = false; // an animation is running: the latest wish waits for it, the ones before are dropped
   let wanted = null;
@@ -109,8 +102,8 @@ export function createChart(figure, text, { reveal = null } = {}) {
     if (!drawn || busy || wanted === null || wanted === shown) return;
     shown = wanted;
     if (reveal) {
-      const { restyle = {}, relayout = {}, traces } = revealUpdate(shown);
-      await window.Plotly.update(plot, restyle, relayout, traces);
+      const { restyle = {}, relayout = {} } = revealUpdate(shown);
+      await window.Plotly.update(plot, restyle, relayout);
       return;
     }
     busy = true;
@@ -123,12 +116,11 @@ export function createChart(figure, text, { reveal = null } = {}) {
     node,
     /** Show frame `position` (an index), or, with `reveal`, whatever position reveal() takes. */
     show(position) {
-      if (!reveal && !(Number.isInteger(position) && position >= 0 && position < frameCount)) return;
       wanted = position;
       catchUp();
     },
     theme(palette) {
-      window.Plotly.relayout(plot, themeUpdate(plot.layout, palette, plot.data));
+      window.Plotly.relayout(plot, themeUpdate(plot.layout, palette));
       if (reveal && shown !== null) window.Plotly.relayout(plot, revealUpdate(shown).relayout || {});
     },
   };
@@ -141,18 +133,18 @@ export function createChart(figure, text, { reveal = null } = {}) {
         // Drawn straight in the frame the page wants (no second redraw to get there).
         shown = reveal ? null : wanted;
         const { data, layout } = figureAt(figure, shown);
-        applyUpdate(layout, themeUpdate(layout, readPalette(), data));
+        applyUpdate(layout, themeUpdate(layout, readPalette()));
         // Plotly does not wrap titles: on a phone, a smaller font keeps a long one inside the chart.
         if (plot.clientWidth && plot.clientWidth < NARROW_PX) applyUpdate(layout, narrowLayout(layout, data, plot.clientWidth));
         return Plotly.react(plot, data, layout, CONFIG);
       });
       if (reveal) plot.on("plotly_beforehover", (event) => hoverNotMasked(plot, event));
-      if (frameCount) await schedule(() => Plotly.addFrames(plot, figure.frames));
+      if (figure.frames?.length) await schedule(() => Plotly.addFrames(plot, figure.frames));
       drawn = true;
       await catchUp();
       status.remove();
       node.dataset.pdChart = "ready";
-      followPalette(chart);
+      drawnCharts.add(chart);
     } catch (error) {
       node.dataset.pdChart = "error";
       setText(status, text("common.chart_failed"));

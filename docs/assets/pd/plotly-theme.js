@@ -32,20 +32,8 @@ export function readPalette() {
   return palette;
 }
 
-/** Every axis the figure uses: those named in the layout and those traces refer to ("x2" → xaxis2). */
-function axisKeys(layout, data) {
-  const keys = new Set(["xaxis", "yaxis"]);
-  for (const key of Object.keys(layout)) if (/^[xy]axis\d*$/.test(key)) keys.add(key);
-  for (const trace of data) {
-    for (const ref of [trace.xaxis, trace.yaxis]) {
-      if (typeof ref === "string" && /^[xy]\d*$/.test(ref)) keys.add(`${ref[0]}axis${ref.slice(1)}`);
-    }
-  }
-  return keys;
-}
-
 /** The Plotly.relayout update (flat attribute paths) that themes a figure with `palette`. */
-export function themeUpdate(layout, palette, data = []) {
+export function themeUpdate(layout, palette) {
   const update = {
     paper_bgcolor: "rgba(0,0,0,0)",
     plot_bgcolor: "rgba(0,0,0,0)",
@@ -58,7 +46,9 @@ export function themeUpdate(layout, palette, data = []) {
     "hoverlabel.bordercolor": palette.line,
     "hoverlabel.font.color": palette.text,
   };
-  for (const key of axisKeys(layout, data)) {
+  // Every axis is named in the layout (plotly.py writes each subplot's); xaxis and yaxis may be left out.
+  const axes = new Set(["xaxis", "yaxis", ...Object.keys(layout).filter((key) => /^[xy]axis\d*$/.test(key))]);
+  for (const key of axes) {
     update[`${key}.gridcolor`] = palette.grid;
     update[`${key}.linecolor`] = palette.line;
     update[`${key}.zerolinecolor`] = palette.line;
