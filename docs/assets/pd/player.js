@@ -217,12 +217,15 @@ export function createPlayer({
 }
 
 /**
- * A player over `frames` frames of a chart instead of a recording: count 1…frames, the frame index is
- * count - 1, each frame shown STEP_MS at 1×. Takes createPlayer's options but `ticks`; `start` is a
- * frame index here. Screen readers are told the scrubber's label and value unless `describe` says else.
+ * A player over a chart's frames instead of a recording: one frame per entry of `values` (what the scrubber
+ * shows for it), each shown STEP_MS at 1×, frame `start` first; render(index) draws frame `index`. Takes
+ * createPlayer's root, text, reducedMotion and label; screen readers are told the label and the value.
  */
-export function createStepper({ frames, start = null, ...options }) {
-  const ticks = Array.from({ length: frames }, (_, i) => i * STEP_MS);
-  const describe = (state) => `${options.label} ${options.valueText(state)}`;
-  return createPlayer({ describe, ...options, ticks, start: start === null ? null : start + 1, recorded: false });
+export function createStepper({ values, start, render, ...options }) {
+  const valueText = (state) => values[state.count - 1];
+  return createPlayer({
+    ...options, ticks: values.map((_, i) => i * STEP_MS), start: start + 1, recorded: false, valueText,
+    render: (state) => render(state.count - 1),
+    describe: (state) => `${options.label} ${valueText(state)}`,
+  });
 }

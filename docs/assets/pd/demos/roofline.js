@@ -15,32 +15,25 @@ export function mount(demo, data, { reducedMotion }) {
   const sources = new Map(data.sources.map((source) => [source.id, source]));
   const state = { source: data.sources[0].id };  // the build machine's measurement comes first
 
-  const meters = {};
-  const groups = PHASES.map((phase) => {
-    const rows = KINDS.map((kind) => {
-      meters[`${phase}.${kind}`] = meter(text(`roofline.cat_${kind.split("_")[0]}`));
-      return meters[`${phase}.${kind}`].node;
-    });
-    return h("div", { class: "pd-utilization" }, h("p", { class: "pd-keys", text: text(`common.phase_${phase}`) }), ...rows);
-  });
+  // meters[phase][kind]: one bar per ceiling, grouped by phase.
+  const meters = PHASES.map(() => KINDS.map((kind) => meter(text(`roofline.cat_${kind.split("_")[0]}`))));
+  const groups = PHASES.map((phase, p) => h("div", { class: "pd-utilization" },
+    h("p", { class: "pd-keys", text: text(`common.phase_${phase}`) }), ...meters[p].map((bar) => bar.node)));
 
   const roofline = createChart(data.figures.roofline, text);
   const utilization = createChart(data.figures.utilization, text);
   // The player steps through the prompt lengths the roofline shows, shortest first; the longest shows first.
   const lengths = data.prompt_lengths;
-  const lengthText = (index) => format.number(lengths[index].prompt_tokens, 0);
   const player = createStepper({
     root: demo,
-    frames: lengths.length,
-    start: lengths.length - 1,
     text,
     reducedMotion,
     label: text("roofline.prompt_length"),
-    valueText: (step) => lengthText(step.count - 1),
-    render(step) {
-      const length = lengths[step.count - 1];
-      demo.dataset.pdLength = String(length.prompt_tokens);
-      roofline.show(length.frame);
+    values: lengths.map((length) => format.number(length.prompt_tokens, 0)),
+    start: lengths.length - 1,
+    render(index) {
+      demo.dataset.pdLength = String(lengths[index].prompt_tokens);
+      roofline.show(lengths[index].frame);
     },
   });
 
@@ -55,12 +48,9 @@ export function mount(demo, data, { reducedMotion }) {
 
   function render() {
     const values = sources.get(state.source);
-    for (const phase of PHASES) {
-      for (const kind of KINDS) {
-        const fraction = values[phase]?.[kind];
-        meters[`${phase}.${kind}`].set(fraction, Number.isFinite(fraction) ? format.percent(fraction) : "–");
-      }
-    }
+    PHASES.forEach((phase, p) => KINDS.forEach((kind, k) => {
+      meters[p][k].set(values[phase][kind], format.percent(values[phase][kind]));
+    }));
     demo.dataset.pdSource = state.source;
     utilization.show(values.frame);
   }

@@ -34,17 +34,15 @@ export function mount(demo, data, { reducedMotion }) {
     render();
   }
 
-  const lengthText = (index) => format.number(lengths[index], 0);
   const player = createStepper({
     root: demo,
-    frames: lengths.length,
-    start: state.index,
     text,
     reducedMotion,
     label: text("timeline.prompt_length"),
-    valueText: (step) => lengthText(step.count - 1),
-    render(step) {
-      state.index = step.count - 1;
+    values: lengths.map((length) => format.number(length, 0)),
+    start: state.index,
+    render(index) {
+      state.index = index;
       render();
     },
   });
