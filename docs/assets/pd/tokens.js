@@ -12,14 +12,11 @@ function hiddenChip(token) {
 
 /**
  * The prompt's tokenizer pieces as chips; `set(phase)` lights them ("reading" during prefill, "cached"
- * after). Screen readers (and copy/find) get the prompt as one `text`, not piece by piece — unless
- * `inspect` is given ({ list, bytes, partial } labels): then the chips are a list a reader can walk
- * with Tab and the arrow keys, each showing its bytes on hover and on focus.
+ * after). Screen readers (and copy/find) get the prompt as one text, `promptText`, not piece by piece.
  */
-export function promptView(tokens, { text = null, inspect = null } = {}) {
-  if (inspect) return inspectableView(tokens, inspect);
-  const chips = tokens.map(hiddenChip);
-  const node = h("p", { class: "pd-prompt" }, h("span", { class: "pd-visually-hidden", text }), ...chips);
+export function promptView(tokens, promptText) {
+  const node = h("p", { class: "pd-prompt" }, h("span", { class: "pd-visually-hidden", text: promptText }),
+    ...tokens.map(hiddenChip));
   return { node, set: phaseSetter(node) };
 }
 
@@ -30,14 +27,17 @@ function phaseSetter(node) {
   };
 }
 
-/** One focusable item per token (roving tabindex: the list is one Tab stop, arrows move inside it). */
-function inspectableView(tokens, labels) {
+/**
+ * promptView's chips as a list a reader walks with Tab and the arrow keys, each showing its bytes on hover
+ * and on focus: one focusable item per token (roving tabindex: the list is one Tab stop, arrows move inside it).
+ */
+export function inspectablePromptView(tokens, text) {
   const items = tokens.map((token, i) => {
-    const bytes = token.bytes ? h("span", { class: "pd-token__bytes", text: `${labels.bytes} ${token.bytes}` }) : null;
-    const partial = token.partial ? h("span", { class: "pd-visually-hidden", text: ` (${labels.partial})` }) : null;
+    const bytes = token.bytes ? h("span", { class: "pd-token__bytes", text: `${text("common.bytes_label")} ${token.bytes}` }) : null;
+    const partial = token.partial ? h("span", { class: "pd-visually-hidden", text: ` (${text("prefill.partial_token")})` }) : null;
     return h("li", { class: "pd-token-item", tabindex: i === 0 ? 0 : -1 }, tokenChip(token), partial, bytes);
   });
-  const node = h("ol", { class: "pd-prompt pd-prompt--inspect", "aria-label": labels.list }, ...items);
+  const node = h("ol", { class: "pd-prompt pd-prompt--inspect", "aria-label": text("prefill.tokens_list") }, ...items);
   const moves = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 };
   node.addEventListener("keydown", (event) => {
     const from = items.indexOf(event.target);
@@ -157,13 +157,19 @@ export function phaseOf(state) {
 
 /**
  * One frame of a prompt-and-answer stage, the same in every demo that has one: the phase badge, the
- * prompt chips (lit while prefill reads them, then cached), the answer so far, the clock and the TTFT.
+ * prompt chips (lit while prefill reads them, then cached), the answer so far, the clock, the TTFT and
+ * the KV cache meter, filled to `share(step)`. Returns the step shown last (null before the first token).
  */
-export function renderTurn({ phase, prompt, answer, elapsed, ttft }, state, { text, format, steps }) {
+export function renderTurn({ phase, prompt, answer, elapsed, ttft, cache }, state, { text, format, steps, share }) {
   const current = phaseOf(state);
   phase.set(current);
   prompt.set(current === "prefill" ? "reading" : state.count > 0 ? "cached" : "idle");
   answer.set(state.count);
   setText(elapsed, text("common.elapsed", { ms: format.ms(state.t) }));
   setText(ttft.value, state.count > 0 ? format.ms(steps[0].end_ms) : "–");
+  const step = state.count > 0 ? steps[state.count - 1] : null;
+  cache.set(step ? share(step) : 0, text("common.kv_meter", {
+    tokens: format.number(step ? step.kv_tokens : 0, 0), bytes: format.bytes(step ? step.kv_bytes : 0),
+  }));
+  return step;
 }

@@ -9,7 +9,7 @@ export function mount(demo, data, { reducedMotion }) {
   const steps = data.steps;
   const fullCache = steps[steps.length - 1].kv_tokens;
 
-  const prompt = promptView(data.prompt.tokens, { text: data.prompt.text });
+  const prompt = promptView(data.prompt.tokens, data.prompt.text);
   const answer = answerView(steps, data.answer, text);
   const phase = phaseBadge(text);
   const elapsed = h("span", { class: "pd-elapsed" });
@@ -34,13 +34,10 @@ export function mount(demo, data, { reducedMotion }) {
     reducedMotion,
     describe: () => answer.shownText() || text("common.waiting"),
     render(state) {
-      renderTurn({ phase, prompt, answer, elapsed, ttft }, state, { text, format, steps });
-      const step = state.count > 0 ? steps[state.count - 1] : null;
+      const step = renderTurn({ phase, prompt, answer, elapsed, ttft, cache }, state,
+        { text, format, steps, share: (shown) => shown.kv_tokens / fullCache });
       // TPS as the build reports it at this step (none before the first decode step).
       setText(rate.value, step?.tps ? `${format.number(step.tps)} tok/s` : "–");
-      const tokens = step ? step.kv_tokens : 0;
-      cache.set(tokens / fullCache,
-        text("common.kv_meter", { tokens: format.number(tokens, 0), bytes: format.bytes(step ? step.kv_bytes : 0) }));
     },
   });
 }

@@ -4,7 +4,7 @@
 import { h, meter, setText } from "../dom.js";
 import { createChart } from "../charts.js";
 import { playRecording, prepareStage, readout } from "../stage.js";
-import { answerView, partialLegend, phaseBadge, promptView, renderTurn, rolesLegend } from "../tokens.js";
+import { answerView, inspectablePromptView, partialLegend, phaseBadge, renderTurn, rolesLegend } from "../tokens.js";
 
 /** The K and V heatmaps as a cheap update: every trace fades in once prefill has written them (no redraw). */
 function revealHeatmaps(written) {
@@ -16,9 +16,7 @@ export function mount(demo, data, { reducedMotion }) {
   const steps = data.steps;
 
   const promptTokenList = data.prompt.tokens;
-  const prompt = promptView(promptTokenList, { inspect: {
-    list: text("prefill.tokens_list"), bytes: text("common.bytes_label"), partial: text("prefill.partial_token"),
-  } });
+  const prompt = inspectablePromptView(promptTokenList, text);
   const answer = answerView(steps, data.answer, text);
   const phase = phaseBadge(text);
   const tokens = readout(text("common.prompt_tokens"));
@@ -61,13 +59,9 @@ export function mount(demo, data, { reducedMotion }) {
     describe: (state) => (state.count > 0
       ? `${text("common.first_token_at", { ms: format.ms(steps[0].end_ms) })} ${answer.shownText()}` : text("common.waiting")),
     render(state) {
-      renderTurn({ phase, prompt, answer, elapsed, ttft }, state, { text, format, steps });
-      const step = state.count > 0 ? steps[state.count - 1] : null;
-      const bytes = step ? step.kv_bytes : 0;
       // This prompt's cache is drawn to the scale of the model's weights, which sit in the same memory.
-      cache.set(bytes / data.weight_bytes, text("common.kv_meter", {
-        tokens: format.number(step ? step.kv_tokens : 0, 0), bytes: format.bytes(bytes),
-      }));
+      renderTurn({ phase, prompt, answer, elapsed, ttft, cache }, state,
+        { text, format, steps, share: (step) => step.kv_bytes / data.weight_bytes });
       heatmap.show(state.count > 0); // prefill writes every row at once, with the first token
     },
   });
