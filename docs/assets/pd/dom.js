@@ -41,13 +41,11 @@ export function setClass(node, name, on) {
 export function makeStrings(strings, root) {
   const missing = new Set();
   return function text(key, vars = {}) {
-    let value = typeof strings[key] === "string" ? strings[key] : null;
-    if (value === null) {
+    if (!Object.hasOwn(strings, key)) {
       missing.add(key);
       root.dataset.pdMissingStrings = [...missing].join(" ");
-      value = key;
     }
-    return value.replace(/\{(\w+)\}/g, (whole, name) => (name in vars ? String(vars[name]) : whole));
+    return (strings[key] ?? key).replace(/\{(\w+)\}/g, (whole, name) => (name in vars ? String(vars[name]) : whole));
   };
 }
 
@@ -99,19 +97,14 @@ export function meter(label) {
  * Token chips: one span per token, text escaped, special tokens marked. A token holding only part of
  * a character's bytes gets pd-token--partial; a prompt token gets its role (template, system, user).
  */
-export function tokenChip(token) {
-  const text = token && typeof token.text === "string" ? token.text : "";
+export function tokenChip({ text, partial, role, bytes }) {
   const special = /^<\|[^|]*\|>$|^<\/?s>$/.test(text);
-  const classes = ["pd-token", special && "pd-token--special", token?.partial && "pd-token--partial",
-    token?.role && `pd-token--${token.role}`];
-  const chip = h("span", { class: classes.filter(Boolean).join(" ") });
-  if (token?.bytes && text.includes("\ufffd")) {
-    chip.textContent = token.bytes;  // bytes that never make a whole character: show them, not U+FFFD
-    return chip;
-  }
-  // Whitespace-only pieces would be invisible chips: show a visible stand-in (screen readers get the text).
-  chip.textContent = text === "" ? "\u00a0" : text.replace(/\n/g, "↵").replace(/^ +$/, (spaces) => "␣".repeat(spaces.length));
-  return chip;
+  const classes = ["pd-token", special && "pd-token--special", partial && "pd-token--partial", role && `pd-token--${role}`];
+  // Bytes that never make a whole character are shown, not U+FFFD. Whitespace-only pieces would be
+  // invisible chips: they get a visible stand-in (screen readers get the text).
+  const shown = bytes && text.includes("\ufffd") ? bytes
+    : text === "" ? "\u00a0" : text.replace(/\n/g, "↵").replace(/^ +$/, (spaces) => "␣".repeat(spaces.length));
+  return h("span", { class: classes.filter(Boolean).join(" "), text: shown });
 }
 
 const ICON_PATHS = {
