@@ -10,14 +10,6 @@ import "./theme.js";
 const KINDS = new Set(["conversation", "prefill", "decode", "timeline", "roofline", "recap", "device", "batching"]);
 const NEAR_VIEW = "600px 0px";
 
-function showError(demo, error) {
-  demo.dataset.pdStatus = "error";
-  const stage = demo.querySelector("[data-pd-stage]");
-  if (stage) stage.textContent = "";
-  // The static fallback stays visible; the error goes to the console for the author.
-  console.error(`prefill-decode demo ${demo.id || ""}:`, error);
-}
-
 async function mount(demo) {
   const kind = demo.dataset.pdDemo;
   const url = demo.dataset.pdTrace;
@@ -36,7 +28,10 @@ async function mount(demo) {
     module.mount(demo, data, { reducedMotion });
     demo.dataset.pdStatus = "ready";
   } catch (error) {
-    showError(demo, error);
+    // The static fallback stays visible; the error goes to the console for the author.
+    demo.dataset.pdStatus = "error";
+    demo.querySelector("[data-pd-stage]").textContent = "";
+    console.error(`prefill-decode demo ${demo.id}:`, error);
   }
 }
 

@@ -77,10 +77,8 @@ export function createPlayer({
     t: timeOf(ticks, initial),
     count: initial,
     total,
-    duration,
     playing: false,
     speed: forced ?? slow ?? 1,
-    reducedMotion,
   };
   const shownValue = valueText || ((current) => `${current.count} / ${total}`);
 
@@ -91,12 +89,12 @@ export function createPlayer({
   const backButton = h("button", { type: "button", class: "pd-button", "aria-label": text("common.step_back"), title: text("common.step_back") }, icon("back"));
   const forwardButton = h("button", { type: "button", class: "pd-button", "aria-label": text("common.step_forward"), title: text("common.step_forward") }, icon("forward"));
   const restartButton = h("button", { type: "button", class: "pd-button", "aria-label": text("common.restart"), title: text("common.restart") }, icon("restart"));
-  const scrubberId = `${root.id || "pd"}-scrubber`;
+  const scrubberId = `${root.id}-scrubber`;
   const scrubber = h("input", {
     type: "range", class: "pd-scrubber", id: scrubberId, min: first, max: total, step: 1, value: state.count,
   });
   const valueOutput = label ? h("output", { class: "pd-controls__value", for: scrubberId }) : null;
-  const speedId = `${root.id || "pd"}-speed`;
+  const speedId = `${root.id}-speed`;
   const speedSelect = h("select", { class: "pd-select", id: speedId });
   const factors = new Set(SPEEDS);
   if (slow) factors.add(slow);
@@ -122,14 +120,11 @@ export function createPlayer({
   let frame = 0;
   let lastNow = 0;
 
-  function announce() {
-    if (describe) setText(live, describe(state));
-  }
+  const announce = () => setText(live, describe(state));
 
-  const playerId = root.id || `pd-player-${Math.random()}`;
   function update(changes) {
     Object.assign(state, changes);
-    setPlaying(playerId, state.playing); // heavy chart work waits while this plays
+    setPlaying(root.id, state.playing); // heavy chart work waits while this plays
     state.count = countAt(ticks, state.t);
     setText(playLabel, state.playing ? text("common.pause") : text("common.play"));
     setClass(playIcon, "pd-icon--off", state.playing);

@@ -5,7 +5,7 @@ import { createPlayer } from "./player.js";
 
 /** Empty the stage, mark the demo live (CSS then hides the static fallback), return helpers. */
 export function prepareStage(demo, data, { focusable = false } = {}) {
-  const stage = demo.querySelector("[data-pd-stage]") || demo.appendChild(h("div", { class: "pd-demo__stage" }));
+  const stage = demo.querySelector("[data-pd-stage]");
   stage.textContent = "";
   const text = makeStrings(data.strings, demo);
   const format = makeFormat(data.lang);
@@ -13,8 +13,7 @@ export function prepareStage(demo, data, { focusable = false } = {}) {
     // The stage takes keyboard focus so Space and the arrows drive the player.
     stage.tabIndex = 0;
     stage.setAttribute("role", "group");
-    const title = demo.getAttribute("aria-labelledby");
-    if (title) stage.setAttribute("aria-labelledby", title);
+    stage.setAttribute("aria-labelledby", demo.getAttribute("aria-labelledby"));
     stage.setAttribute("aria-keyshortcuts", "Space ArrowLeft ArrowRight Home End");
     stage.setAttribute("aria-describedby", `${demo.id}-keys`);
   }
@@ -43,7 +42,7 @@ export function keysHint(demo, text) {
  * `onChange(id)` when the reader picks one.
  */
 export function sourceField(demo, sources, { label, selected, onChange }) {
-  const id = `${demo.id || "pd"}-source`;
+  const id = `${demo.id}-source`;
   const select = h("select", { class: "pd-select", id }, ...sources.map((source) => h("option", { value: source.id }, source.label)));
   select.value = selected;
   select.addEventListener("change", () => onChange(select.value));
