@@ -55,9 +55,8 @@ function candidatesView(text) {
         setText(view.chip, candidate.text === "" ? "\u00a0" : candidate.text);
         view.fill.style.setProperty("--pd-fill", candidate.prob.toFixed(4));
         setText(view.prob, format.percent(candidate.prob));
-        const chosen = candidate.chosen;
-        setClass(view.row, "pd-candidate--chosen", chosen);
-        setText(view.mark, chosen ? ` (${text("decode.chosen")})` : "");
+        setClass(view.row, "pd-candidate--chosen", candidate.chosen);
+        setText(view.mark, candidate.chosen ? ` (${text("decode.chosen")})` : "");
       });
     },
   };
@@ -103,7 +102,7 @@ export function mount(demo, data, { reducedMotion }) {
 
   function showContext(count) {
     // Count tokens produced so far: the prompt plus count-1 of them are cached; the newest is "next".
-    const visible = count === 0 ? promptLength : promptLength + count;
+    const visible = promptLength + count;
     while (shownChips < visible) context.append(chips[shownChips++]);
     while (shownChips > visible) chips[--shownChips].remove();
     chips.forEach((chip, i) => setClass(chip, "pd-token--next", count > 0 && i === visible - 1));
@@ -113,12 +112,8 @@ export function mount(demo, data, { reducedMotion }) {
     const weights = count > 0 ? steps[count - 1].attention : null;
     if (!weights?.length) return;
     const peak = Math.max(...weights) || 1;
-    weights.forEach((weight, i) => {
-      const chip = chips[i];
-      if (!chip) return;
-      chip.style.setProperty("--pd-attention", (weight / peak).toFixed(3));
-      weighted.push(chip);
-    });
+    weighted = chips.slice(0, weights.length);
+    weighted.forEach((chip, i) => chip.style.setProperty("--pd-attention", (weights[i] / peak).toFixed(3)));
   }
 
   let lastCount = -1;
