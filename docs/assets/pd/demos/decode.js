@@ -1,7 +1,7 @@
 // decode (decode chapter): one token per step. The cache grows by one; the new token's attention over
 // every cached position (real weights) shows under the tokens; the top-5 candidates with their
 // probabilities, the chosen one marked; a chart of ms/token with the KV cache against full recompute.
-import { h, setAttr, setClass, setText, tokenChip } from "../dom.js";
+import { h, setClass, setText, tokenChip } from "../dom.js";
 import { MASK, createChart } from "../charts.js";
 import { playRecording, prepareStage, readout } from "../stage.js";
 import { answerView, phaseBadge, phaseOf, rolesLegend } from "../tokens.js";
@@ -135,7 +135,6 @@ export function mount(demo, data, { reducedMotion }) {
       answer.set(state.count);
       showContext(state.count);
       candidates.set(step, format);
-      setAttr(context, "data-pd-cached", step ? step.kv_tokens : 0);
     },
   });
   stage.append(createChart(compareFigure, text).node);

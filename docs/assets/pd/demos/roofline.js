@@ -13,7 +13,6 @@ const KINDS = ["compute_utilization", "bandwidth_utilization"];
 export function mount(demo, data, { reducedMotion }) {
   const { stage, text, format } = prepareStage(demo, data, { focusable: true });
   const sources = new Map(data.sources.map((source) => [source.id, source]));
-  const state = { source: data.sources[0].id };  // the build machine's measurement comes first
 
   // meters[phase][kind]: one bar per ceiling, grouped by phase.
   const meters = PHASES.map(() => KINDS.map((kind) => meter(text(`roofline.cat_${kind.split("_")[0]}`))));
@@ -41,22 +40,17 @@ export function mount(demo, data, { reducedMotion }) {
     roofline.node,
     player.controls,
     keysHint(demo, text),
-    sourceField(demo, data.sources, { label: text("roofline.hardware"), selected: state.source, onChange: choose }),
+    sourceField(demo, data.sources, { label: text("roofline.hardware"), selected: data.sources[0].id, onChange: showSource }),
     h("div", { class: "pd-charts", "aria-live": "polite" }, ...groups),
     utilization.node,
   );
 
-  function render() {
-    const values = sources.get(state.source);
+  function showSource(id) {
+    const values = sources.get(id);
     PHASES.forEach((phase, p) => KINDS.forEach((kind, k) => {
       meters[p][k].set(values[phase][kind], format.percent(values[phase][kind]));
     }));
-    demo.dataset.pdSource = state.source;
     utilization.show(values.frame);
   }
-  function choose(source) {
-    state.source = source;
-    render();
-  }
-  render();
+  showSource(data.sources[0].id); // the build machine's measurement comes first
 }

@@ -20,13 +20,11 @@ export function mount(demo, data, { reducedMotion }) {
   const chart = createChart(data.figures.timeline, text);
 
   function render() {
-    const length = lengths[state.index];
     const values = sources.get(state.source).points[state.index];
     setText(ttft.value, format.ms(values.ttft_ms));
     setText(tps.value, `${format.number(values.tps)} tok/s`);
     setText(perToken.value, format.ms(values.decode_ms_per_token));
-    demo.dataset.pdSource = state.source;
-    demo.dataset.pdLength = String(length);
+    demo.dataset.pdLength = String(lengths[state.index]);
     chart.show(values.frame);
   }
   function choose(source) {
