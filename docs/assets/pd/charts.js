@@ -4,7 +4,7 @@
 // of the full figure. The page's controls are the chart's only controls: figures carry none of Plotly's.
 import { h, setText } from "./dom.js";
 import { NARROW_PX, narrowLayout } from "./chart-layout.js";
-import { whenEngaged } from "./engagement.js";
+import { whenEngaged, whenNear } from "./engagement.js";
 import { applyUpdate, readPalette, themeUpdate, watchPalette } from "./plotly-theme.js";
 import { schedule } from "./schedule.js";
 
@@ -153,11 +153,6 @@ export function createChart(figure, text, { reveal = null } = {}) {
   }
 
   // Drawn once it is in view and the reader has engaged with the page (a load alone draws nothing).
-  const observer = new IntersectionObserver((entries) => {
-    if (!entries.some((entry) => entry.isIntersecting)) return;
-    observer.disconnect();
-    whenEngaged().then(draw);
-  }, { rootMargin: IN_VIEW });
-  observer.observe(node);
+  whenNear(node, IN_VIEW).then(whenEngaged).then(draw);
   return chart;
 }

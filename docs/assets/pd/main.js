@@ -2,7 +2,7 @@
 // one nears the viewport, imports its module and fetches its data. Each demo keeps its static fallback
 // until the reader's first gesture (engagement.js): loading a page builds no demo and shifts nothing.
 // Charts load later still (charts.js); Material's own script waits for the same gesture (theme.js).
-import { whenEngaged } from "./engagement.js";
+import { whenEngaged, whenNear } from "./engagement.js";
 import { afterPaint } from "./schedule.js";
 import "./palette.js";
 import "./theme.js";
@@ -35,14 +35,4 @@ async function mount(demo) {
   }
 }
 
-const demos = document.querySelectorAll(".pd-demo[data-pd-demo]");
-if (demos.length) {
-  const observer = new IntersectionObserver((entries) => {
-    for (const entry of entries) {
-      if (!entry.isIntersecting) continue;
-      observer.unobserve(entry.target);
-      mount(entry.target);
-    }
-  }, { rootMargin: NEAR_VIEW });
-  demos.forEach((demo) => observer.observe(demo));
-}
+for (const demo of document.querySelectorAll(".pd-demo[data-pd-demo]")) whenNear(demo, NEAR_VIEW).then(() => mount(demo));
