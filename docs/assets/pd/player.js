@@ -164,10 +164,8 @@ export function createPlayer({
 
   function pause() {
     cancelAnimationFrame(frame);
-    if (state.playing) {
-      update({ playing: false });
-      announce();
-    }
+    update({ playing: false });
+    announce();
   }
 
   function seek(count) {
@@ -208,7 +206,7 @@ export function createPlayer({
   });
 
   update({});
-  return { controls, state, play, pause, seek, update };
+  return { controls };
 }
 
 /**

@@ -24,12 +24,11 @@ export function prepareStage(demo, data, { focusable = false } = {}) {
 /**
  * The player of a recorded answer, its controls and keyboard hint appended to the stage. Its clock is
  * the recording's: step i's token appears at its `end_ms` (ms since the prompt arrived). `options` are
- * createPlayer's render and describe.
+ * createPlayer's text, reducedMotion, render and describe.
  */
-export function playRecording(demo, stage, steps, { text, reducedMotion, ...options }) {
-  const ticks = steps.map((step) => step.end_ms);
-  const player = createPlayer({ root: demo, ticks, text, reducedMotion, ...options });
-  stage.append(player.controls, keysHint(demo, text));
+export function playRecording(demo, stage, steps, options) {
+  const player = createPlayer({ root: demo, ticks: steps.map((step) => step.end_ms), ...options });
+  stage.append(player.controls, keysHint(demo, options.text));
 }
 
 /** A small hint under the controls telling keyboard users what the keys do. */
