@@ -13,10 +13,6 @@ export function setPlaying(id, isPlaying) {
   if (!playing.size) idleWaiters.splice(0).forEach((resolve) => resolve());
 }
 
-function whenNotPlaying() {
-  return playing.size ? new Promise((resolve) => idleWaiters.push(resolve)) : Promise.resolve();
-}
-
 /** Resolves in a fresh task after the next frame is painted. */
 export function afterPaint() {
   return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
@@ -25,7 +21,7 @@ export function afterPaint() {
 async function drain() {
   running = true;
   while (queue.length) {
-    await whenNotPlaying();
+    if (playing.size) await new Promise((resolve) => idleWaiters.push(resolve)); // until nothing plays
     await afterPaint();
     if (playing.size) continue; // playback started while this frame was being painted
     const { job, resolve, reject } = queue.shift();
