@@ -10,10 +10,8 @@ export function h(tag, attrs = {}, ...children) {
     else if (name === "text") node.textContent = value;
     else node.setAttribute(name, value === true ? "" : String(value));
   }
-  for (const child of children) {
-    if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
+  // append() turns anything but a node into text.
+  node.append(...children.filter((child) => child !== null && child !== undefined && child !== false));
   return node;
 }
 
