@@ -36,7 +36,8 @@ export function wrapTitle(title, widthPx, fontPx) {
  */
 export function narrowLayout(layout, data, widthPx) {
   const update = { "title.font.size": NARROW_TITLE_PX, "legend.x": 0, "legend.xanchor": "left" };
-  let top = layout.margin?.t ?? 80;
+  const margin = { t: 80, l: 80, r: 80, b: 80, ...layout.margin }; // Plotly's defaults where unset
+  let top = margin.t;
   const title = layout.title?.text || "";
   const wrapped = wrapTitle(title, widthPx - 16, NARROW_TITLE_PX);
   if (wrapped !== title) {
@@ -52,8 +53,7 @@ export function narrowLayout(layout, data, widthPx) {
     trace.name = name;
     top += TITLE_LINE_PX;
   });
-  if (top !== (layout.margin?.t ?? 80)) update["margin.t"] = top;
-  const margin = { l: 80, r: 80, b: 80, ...layout.margin };
+  if (top !== margin.t) update["margin.t"] = top;
   const plotWidth = widthPx - margin.l - margin.r;
   (layout.annotations || []).forEach((note, i) => {
     if (note.name !== SOURCE || plotWidth <= 0) return;
