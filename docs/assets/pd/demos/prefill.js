@@ -23,12 +23,12 @@ export function mount(demo, data, { reducedMotion }) {
   const ttft = readout(text("common.ttft"));
   const elapsed = h("span", { class: "pd-elapsed" });
   const cache = meter(text("prefill.memory_meter"));
-  // The KV cache of the projection the build chose (an 8B model on a real GPU), if any.
+  // The KV cache of the projection the build chose (an 8B model on a real GPU).
   const projection = data.projection;
-  const projected = projection ? meter(text("prefill.memory_meter_projected", {
+  const projected = meter(text("prefill.memory_meter_projected", {
     model: projection.model, device: projection.device,
     tokens: format.number(projection.prompt_tokens, 0), share: format.percent(projection.share),
-  })) : null;
+  }));
 
   const { kv_heatmap: heatmapFigure, prefill_time: timingFigure } = data.figures;
   const heatmap = createChart(heatmapFigure, text, { reveal: revealHeatmaps });
@@ -46,12 +46,12 @@ export function mount(demo, data, { reducedMotion }) {
     h("div", { class: "pd-bubble pd-bubble--model" },
       h("span", { class: "pd-bubble__who", text: text("common.answer") }), answer.node),
     cache.node,
-    projected?.node,
+    projected.node,
     heatmap.node,
   );
 
   setText(tokens.value, format.number(promptTokenList.length, 0));
-  if (projected) projected.set(projection.share, format.bytes(projection.kv_bytes));
+  projected.set(projection.share, format.bytes(projection.kv_bytes));
 
   playRecording(demo, stage, steps, {
     text,
