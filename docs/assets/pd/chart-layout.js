@@ -1,5 +1,5 @@
 // A chart's layout on a narrow screen: Plotly wraps no text, so a long title, legend entry or source
-// note is set on two lines here before the chart is drawn.
+// note is set on two lines (a source note on up to four) here before the chart is drawn.
 
 const NARROW_TITLE_PX = 13;
 const TITLE_LINE_PX = 18; // the extra top margin a second title line takes
@@ -32,7 +32,7 @@ export function wrapTitle(title, widthPx, fontPx) {
  * Layout changes for a chart `widthPx` wide, narrower than NARROW_PX: a smaller title, on two lines if
  * it needs them; the legend from the left edge, where its rows wrap inside the chart, and a legend entry
  * too long for a row on two lines (renamed in `data`); the source note under the plot from the chart's
- * left edge, on two lines if it needs them. Returns a flat Plotly.relayout update.
+ * left edge, on as many lines as it needs, up to four. Returns a flat Plotly.relayout update.
  */
 export function narrowLayout(layout, data, widthPx) {
   const update = { "title.font.size": NARROW_TITLE_PX, "legend.x": 0, "legend.xanchor": "left" };
@@ -57,13 +57,16 @@ export function narrowLayout(layout, data, widthPx) {
   const plotWidth = widthPx - margin.l - margin.r;
   (layout.annotations || []).forEach((note, i) => {
     if (note.name !== SOURCE || plotWidth <= 0) return;
-    const text = wrapTitle(note.text, widthPx - 8, note.font?.size || 10);
+    // Two lines, and each of them on two again if it still does not fit: a note can be long.
+    const fontPx = note.font?.size || 10;
+    const lines = wrapTitle(note.text, widthPx - 8, fontPx).split("<br>")
+      .flatMap((line) => wrapTitle(line, widthPx - 8, fontPx).split("<br>"));
     update[`annotations[${i}].x`] = -margin.l / plotWidth;
     update[`annotations[${i}].align`] = "left";
-    if (text === note.text) return;
-    update[`annotations[${i}].text`] = text;
-    update[`annotations[${i}].yshift`] = (note.yshift || 0) - SOURCE_LINE_PX; // the second line goes below
-    update["margin.b"] = margin.b + SOURCE_LINE_PX;
+    if (lines.length === 1) return;
+    update[`annotations[${i}].text`] = lines.join("<br>");
+    update[`annotations[${i}].yshift`] = (note.yshift || 0) - SOURCE_LINE_PX * (lines.length - 1); // lines go below
+    update["margin.b"] = margin.b + SOURCE_LINE_PX * (lines.length - 1);
   });
   return update;
 }

@@ -48,13 +48,15 @@ def build(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     sources = [{"id": source_id, "label": picked[source_id], "frame": frame,
                 **{phase: {key: by_phase[phase][key] for key in SHOWN} for phase in PHASES}}
                for frame, (source_id, by_phase) in enumerate(phases.items())]
-    both = " · ".join(filter(None, [measured, projected]))
+    # The chart's note points to the sources under the demo: the spec sheets' titles on one line would be
+    # thousands of pixels wide, wider than any chart.
+    note = f"{measured} · {strings['common.projected_sources_below']}" if projected else measured
     bars = [{**source, "label": labels[source["id"]]} for source in sources]
     # The roofline chart draws prompt length i in frame i (the player steps through them).
     lengths = [{"prompt_tokens": point["prompt_tokens"], "frame": frame} for frame, point in enumerate(result["points"])]
     data = {**base(block, strings), "sources": sources, "prompt_lengths": lengths,
             "figures": {"roofline": roofline_figures.roofline(peaks, result["points"], strings, measured),
-                        "utilization": roofline_figures.utilization(bars, strings, both)}}
+                        "utilization": roofline_figures.utilization(bars, strings, note)}}
     rows = [(strings["roofline.peak_compute"], fmt.with_unit(peaks["peak_gflops"], "GFLOP/s", lang)),
             (strings["roofline.peak_bandwidth"], fmt.with_unit(peaks["peak_gbps"], "GB/s", lang))]
     table = {"headers": [strings["timeline.source"], strings["common.phase"], strings["roofline.axis_intensity"],
