@@ -23,12 +23,14 @@ def roofline(peaks: dict[str, float], points: list[dict[str, Any]], strings: Str
     "decode"}, each phase with intensity and gflops); frame i draws points[i], the figure itself the last."""
     xs, ys = roof(peaks["peak_gflops"], peaks["peak_gbps"])
 
+    # Each point's name reads towards the middle of the chart, under the roof: centred on the point, the
+    # names of prefill (far right) and decode (far left) ran off a phone's chart.
     def markers(point: dict[str, Any]) -> list[go.Scatter]:
         return [go.Scatter(x=[point[phase]["intensity"]], y=[point[phase]["gflops"]],
                            mode="markers+text", text=[strings[f"common.phase_{phase}"]],
-                           textposition="top center", marker={"size": 14, "symbol": symbol},
+                           textposition=side, marker={"size": 14, "symbol": symbol},
                            name=strings[f"common.phase_{phase}"])
-                for phase, symbol in (("prefill", "circle"), ("decode", "diamond"))]
+                for phase, symbol, side in (("prefill", "circle", "bottom left"), ("decode", "diamond", "bottom right"))]
 
     roof_trace = go.Scatter(x=xs, y=ys, mode="lines", name=strings["roofline.legend_roof"],
                             line={"width": 3}, hoverinfo="skip")
@@ -52,13 +54,19 @@ def utilization(rows: list[dict[str, Any]], strings: Strings, source: str) -> di
     def bars(row: dict[str, Any]) -> go.Bar:
         values = [row["prefill"]["compute_utilization"], row["prefill"]["bandwidth_utilization"],
                   row["decode"]["compute_utilization"], row["decode"]["bandwidth_utilization"]]
-        return go.Bar(x=categories, y=[100 * v for v in values], name=row["label"], showlegend=True,
-                      text=[f"{100 * v:.0f}%" for v in values], textposition="outside")
+        return go.Bar(y=[i + 0.25 for i in range(len(values))], x=[100 * v for v in values], orientation="h",
+                      width=0.4, name=row["label"], showlegend=True, text=[f"{100 * v:.0f}%" for v in values],
+                      textposition="outside", customdata=categories, hovertemplate="%{customdata}: %{x:.0f}%")
 
     frames: list[go.Frame | None] = [None] * len(rows)
     for row in rows:
         frames[row["frame"]] = go.Frame(data=[bars(row)], traces=[0])
     figure = go.Figure(data=[bars(rows[0])], frames=frames)
-    figure.update_layout(**base_layout(strings["roofline.util_title"], source, height=400))
-    figure.update_yaxes(title_text=strings["roofline.axis_util"], range=[0, 115], ticksuffix="%")
+    figure.update_layout(**base_layout(strings["roofline.util_title"], source, height=400), margin_l=24)
+    # The bars lie down, each one's name on its own line above it, so that names read across the whole
+    # width: under upright bars they turned on end on a phone and ran into the source note.
+    for index, category in enumerate(categories):
+        figure.add_annotation(text=category, x=0, y=index, xanchor="left", yanchor="bottom", showarrow=False)
+    figure.update_yaxes(visible=False, range=[len(categories) - 0.4, -0.6])  # the first bar on top
+    figure.update_xaxes(title_text=strings["roofline.axis_util"], range=[0, 115], ticksuffix="%")
     return to_dict(figure)
