@@ -28,6 +28,11 @@ export function wrapTitle(title, widthPx, fontPx) {
   return `${chars.slice(0, cut + 1).join("").trimEnd()}<br>${chars.slice(cut + 1).join("").trimStart()}`;
 }
 
+/** `text` as lines that fit `widthPx`: two, and each of them on two again if it still does not fit. */
+function wrapLines(text, widthPx, fontPx) {
+  return wrapTitle(text, widthPx, fontPx).split("<br>").flatMap((line) => wrapTitle(line, widthPx, fontPx).split("<br>"));
+}
+
 /**
  * Layout changes for a chart `widthPx` wide, narrower than NARROW_PX: a smaller title, on two lines if
  * it needs them; the legend from the left edge, where its rows wrap inside the chart, and a legend entry
@@ -35,7 +40,8 @@ export function wrapTitle(title, widthPx, fontPx) {
  * left edge, on as many lines as it needs, up to four. Returns a flat Plotly.relayout update.
  */
 export function narrowLayout(layout, data, widthPx) {
-  const update = { "title.font.size": NARROW_TITLE_PX, "legend.x": 0, "legend.xanchor": "left" };
+  const update = { "title.font.size": NARROW_TITLE_PX, "xaxis.title.font.size": NARROW_TITLE_PX,
+    "yaxis.title.font.size": NARROW_TITLE_PX, "legend.x": 0, "legend.xanchor": "left" };
   const margin = { t: 80, l: 80, r: 80, b: 80, ...layout.margin }; // Plotly's defaults where unset
   let top = margin.t;
   const title = layout.title?.text || "";
@@ -44,23 +50,20 @@ export function narrowLayout(layout, data, widthPx) {
     update["title.text"] = wrapped;
     top += TITLE_LINE_PX;
   }
-  // A legend entry wider than the chart goes on two lines (the legend grows up, towards the title).
+  // A legend entry wider than the chart goes on two lines, or three (the legend grows up, towards the title).
   const fontPx = layout.legend?.font?.size || layout.font?.size || 13;
   data.forEach((trace) => {
     if (trace.showlegend === false || !trace.name) return;
-    const name = wrapTitle(trace.name, widthPx - LEGEND_SYMBOL_PX, fontPx);
-    if (name === trace.name) return;
-    trace.name = name;
-    top += TITLE_LINE_PX;
+    const lines = wrapLines(trace.name, widthPx - LEGEND_SYMBOL_PX, fontPx);
+    if (lines.length === 1) return;
+    trace.name = lines.join("<br>");
+    top += TITLE_LINE_PX * (lines.length - 1);
   });
   if (top !== margin.t) update["margin.t"] = top;
   const plotWidth = widthPx - margin.l - margin.r;
   (layout.annotations || []).forEach((note, i) => {
     if (note.name !== SOURCE || plotWidth <= 0) return;
-    // Two lines, and each of them on two again if it still does not fit: a note can be long.
-    const fontPx = note.font?.size || 10;
-    const lines = wrapTitle(note.text, widthPx - 8, fontPx).split("<br>")
-      .flatMap((line) => wrapTitle(line, widthPx - 8, fontPx).split("<br>"));
+    const lines = wrapLines(note.text, widthPx - 8, note.font?.size || 10);
     update[`annotations[${i}].x`] = -margin.l / plotWidth;
     update[`annotations[${i}].align`] = "left";
     if (lines.length === 1) return;
