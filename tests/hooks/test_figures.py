@@ -63,7 +63,11 @@ def test_attention_heatmap_has_one_row_per_decode_step_and_its_cells_travel_once
     figure = decode.attention(trace, strings, SOURCE)
     decode_steps = [s for s in trace["steps"] if s["phase"] == "decode"]
     assert figure["data"][0]["z"] == []  # decode.js fills it from the steps' attention
-    assert figure["layout"]["yaxis"]["tickvals"] == list(range(len(decode_steps)))  # every row, for the player
+    yaxis = figure["layout"]["yaxis"]
+    assert yaxis["range"] == [len(decode_steps) - 0.5, -0.5]  # a row per step, the first on top
+    # numbered from 1, the first row and every fifth: a number on every row overlapped its neighbours
+    assert [int(text) for text in yaxis["ticktext"]] == [row + 1 for row in yaxis["tickvals"]]
+    assert yaxis["tickvals"][0] == 0 and all((row + 1) % 5 == 0 for row in yaxis["tickvals"][1:])
     block = parse_blocks("```demo\nkind: decode\nprompt: Explain quantum computing in three sentences.\n"
                          "max_new_tokens: 6\n```\n", "docs/zh/x.md")[0]
     validate(block, Limits("tiny", 8192, len, measurements.projection_ids()))

@@ -38,6 +38,19 @@ def plot_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def colorbar_above(title: str, plot_height_px: float, gap_px: float = 6) -> dict[str, Any]:
+    """A colour bar lying across the top of the plot, where a legend would be, `gap_px` above it (a
+    heatmap's plot is `plot_height_px` tall): standing at a heatmap's side it took a third of a phone's
+    width from the heatmap, and pushed the margin the source note is placed by."""
+    return {"orientation": "h", "x": 0, "xanchor": "left", "y": 1 + gap_px / plot_height_px, "yanchor": "bottom",
+            "len": 1, "thickness": 10, "title": {"text": title, "side": "top"}}
+
+
+def plot_height(height: int) -> int:
+    """Pixels between the top and bottom margins of a figure laid out with base_layout(height=height)."""
+    return height + (TOP - 56) - TOP - BOTTOM
+
+
 def escape_labels(node: Any, key: str | None = None) -> Any:
     """A figure's JSON with every label string escaped (titles, axis titles, legend names, annotations,
     hover templates, tick text; `key`: the text key the node is under). Builders pass raw strings; this is

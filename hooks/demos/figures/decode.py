@@ -6,7 +6,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from hooks.demos.figures.common import base_layout, log_range, to_dict
+from hooks.demos.figures.common import base_layout, colorbar_above, log_range, plot_height, to_dict
 from hooks.demos.strings import Strings
 
 MASK_SHAPE = "pd-mask"  # charts.js finds the mask by this name (decode.js takes it as shapes[0])
@@ -29,25 +29,26 @@ def attention(trace: dict[str, Any], strings: Strings, source: str) -> dict[str,
     rows = [list(s["attention"]["weights"]) for s in trace["steps"] if s.get("attention") and s["phase"] == "decode"]
     rows = rows or [[]]  # a one-token answer has no decode step
     width = max((len(r) for r in rows), default=0)
-    labels = [strings.format("decode.step_label", n=i + 1) for i in range(len(rows))]
+    height = max(340, 12 * len(rows) + 200)
     # zsmooth "fast" paints one pixel per cell and lets the browser scale it (the default paints the
     # whole plot area and encodes it as a PNG on every draw).
     base = go.Heatmap(z=[], x=list(range(max(width, 1))), y=list(range(len(rows))), zsmooth="fast",
                       colorscale="Viridis", zmin=0, zmax=max((max(r, default=0) for r in rows), default=1) or 1,
-                      colorbar={"title": {"text": strings["decode.weight"]}},
+                      colorbar=colorbar_above(strings["decode.weight"], plot_height(height)),
                       customdata=[position_labels(trace, width)] * len(rows),
                       hovertemplate=strings["decode.attention_hover"] + "<extra></extra>")
     figure = go.Figure(data=[base])
-    figure.update_layout(**base_layout(strings["decode.attention_title"], source,
-                                       height=max(340, 12 * len(rows) + 200)))
+    figure.update_layout(**base_layout(strings["decode.attention_title"], source, height=height))
     # The mask the page's player keeps over the rows not decoded yet (decode.js; hidden until then).
     # Shipped with the figure so every step can swap it for the next one (insert new, remove old).
     figure.add_shape(type="rect", xref="paper", yref="y", x0=0, x1=1, y0=-0.5, y1=len(rows) - 0.5,
                      fillcolor="rgba(0,0,0,0)", line={"width": 0}, layer="above", visible=False, name=MASK_SHAPE)
     # Fixed ranges: the axes do not move as the mask uncovers rows.
     figure.update_xaxes(title_text=strings["decode.axis_position"], range=[-0.5, width - 0.5])
+    # Rows are numbered from 1, every fifth one: a label on each row overlapped its neighbours.
+    numbered = [row for row in range(len(rows)) if row == 0 or (row + 1) % 5 == 0]
     figure.update_yaxes(title_text=strings["decode.axis_step"], range=[len(rows) - 0.5, -0.5],
-                        tickvals=list(range(len(rows))), ticktext=labels)
+                        tickvals=numbered, ticktext=[str(row + 1) for row in numbered])
     return to_dict(figure)
 
 

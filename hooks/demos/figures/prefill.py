@@ -7,7 +7,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from hooks.demos.figures.common import DIVERGING, base_layout, to_dict
+from hooks.demos.figures.common import DIVERGING, base_layout, colorbar_above, plot_height, to_dict
 from hooks.demos.strings import Strings
 from simulations.cost import ModelShape, prefill_cost
 
@@ -46,7 +46,8 @@ def kv_heatmap(trace: dict[str, Any], strings: Strings, source: str) -> dict[str
     height = max(320, 18 * len(rows) + 160)
     figure.update_layout(**base_layout(title, source, height=height))
     figure.update_layout(coloraxis={"colorscale": DIVERGING, "cmid": 0, "cmin": -limit, "cmax": limit,
-                                    "colorbar": {"title": {"text": strings["prefill.value"]}}})
+                                    # above K's and V's titles
+                                    "colorbar": colorbar_above(strings["prefill.value"], plot_height(height), 30)})
     figure.update_yaxes(tickvals=rows, ticktext=labels, autorange="reversed", row=1, col=1)
     figure.update_yaxes(autorange="reversed", row=1, col=2)
     # Two ticks per heatmap, upright: on a phone each heatmap is about 60 px wide, and Plotly's own ticks
@@ -59,7 +60,6 @@ def kv_heatmap(trace: dict[str, Any], strings: Strings, source: str) -> dict[str
     k_title, v_title = figure.layout.annotations
     k_title.update(x=figure.layout.xaxis.domain[1], xanchor="right")
     v_title.update(x=figure.layout.xaxis2.domain[0], xanchor="left")
-    figure.update_layout(coloraxis_colorbar_thickness=14)  # the heatmaps get the width a thick bar took
     figure.update_yaxes(title_text=strings["prefill.axis_token"], row=1, col=1)
     return to_dict(figure)
 
@@ -80,7 +80,8 @@ def prefill_time(sweep: dict[str, Any], model: dict[str, Any], strings: Strings,
     figure.add_trace(go.Scatter(x=categories, y=[p["ttft_ms"] for p in points], mode="lines+markers",
                                 name=strings["prefill.legend_measured"], line={"width": 3}), secondary_y=False)
     figure.update_layout(**base_layout(strings["prefill.time_title"], source), barmode="stack")
-    figure.update_xaxes(title_text=strings["common.axis_prompt_tokens"], type="category", tickfont={"size": 11})
+    figure.update_xaxes(title_text=strings["common.axis_prompt_tokens"], type="category", tickfont={"size": 11},
+                        autotickangles=[0, 90])  # upright before they overlap (a phone; at 30° they still did)
     figure.update_yaxes(title_text=strings["common.axis_ttft_ms"], secondary_y=False, rangemode="tozero")
     figure.update_yaxes(title_text=strings["prefill.axis_gflop"], secondary_y=True, showgrid=False,
                         rangemode="tozero")
