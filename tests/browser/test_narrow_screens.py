@@ -1,6 +1,7 @@
 """Every built page on the narrowest phones, 320 and 360 px wide, in both languages: the page never scrolls
-sideways, with its demos and charts drawn (JavaScript on) and as their static fallback (JavaScript off).
-What is wider than a phone (a table of sources, a long hardware name) fits, wraps or scrolls in its own box."""
+sideways, with its demos and charts drawn (JavaScript on) and as their static fallback (JavaScript off),
+and no chart's words run into each other or off the chart. What is wider than a phone (a table of
+sources, a long hardware name) fits, wraps or scrolls in its own box."""
 
 from __future__ import annotations
 
@@ -24,6 +25,25 @@ STICKING_OUT = """() => [...document.body.querySelectorAll('*')].filter((el) => 
     return true;
   }).slice(0, 8).map((el) => `${el.tagName.toLowerCase()}.${el.getAttribute('class') || ''}`
     + ` (right edge at ${Math.round(el.getBoundingClientRect().right)} px)`)"""
+
+# The words of every drawn chart (title, axis titles and ticks, legend, annotations such as the source
+# note) that overlap one another or stick out of the chart, as "chart: ..." lines for the failure message.
+CHART_TEXT_CLASHES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap((plot) => {
+    const name = plot.closest('[data-pd-demo]')?.dataset.pdDemo || 'chart';
+    const chart = plot.getBoundingClientRect();
+    const words = [...plot.querySelectorAll('.gtitle, .xtick text, .ytick text, .g-xtitle text, .g-ytitle text,'
+        + ' .annotation-text, .legendtext')].filter((el) => el.textContent.trim() && el.getBoundingClientRect().width)
+      .map((el) => [el.textContent.slice(0, 40), el.getBoundingClientRect()]);
+    const clashes = words.filter(([, box]) => box.left < chart.left - 1 || box.right > chart.right + 1)
+      .map(([text, box]) => `${name}: "${text}" runs off the chart (${Math.round(box.left - chart.left)}`
+        + `..${Math.round(box.right - chart.left)} px of ${Math.round(chart.width)})`);
+    words.forEach(([a, boxA], i) => words.slice(i + 1).forEach(([b, boxB]) => {
+      const across = Math.min(boxA.right, boxB.right) - Math.max(boxA.left, boxB.left);
+      const down = Math.min(boxA.bottom, boxB.bottom) - Math.max(boxA.top, boxB.top);
+      if (across > 1 && down > 1) clashes.push(`${name}: "${a}" overlaps "${b}"`);
+    }));
+    return clashes;
+  })"""
 
 
 def every_page() -> list[str]:
@@ -65,12 +85,15 @@ def open_narrow(browser, url: str, width: int, *, javascript: bool):
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("path", every_page())
-def test_with_its_demos_drawn_the_page_is_no_wider_than_the_phone(browser, site_url, path, width):
+def test_with_its_demos_drawn_the_page_is_no_wider_than_the_phone_nor_any_chart_text_clashes(browser, site_url, path,
+                                                                                              width):
     context, page = open_narrow(browser, site_url + path, width, javascript=True)
     try:
         draw_every_demo(page)
         assert page.evaluate("document.documentElement.scrollWidth") <= page.evaluate("innerWidth"), \
             page.evaluate(STICKING_OUT)
+        clashes = page.evaluate(CHART_TEXT_CLASHES)
+        assert not clashes, "\n".join(clashes)
     finally:
         context.close()
 
