@@ -11,7 +11,7 @@ export const NARROW_PX = 560;
 
 /**
  * `title` on two lines when it would not fit `widthPx` at `fontPx` (Plotly never wraps a title): broken
- * after a punctuation mark if both lines then fit, else at the space or mark nearest its middle. Han
+ * after a punctuation mark (or a "·") if both lines then fit, else at the space or mark nearest its middle. Han
  * characters are one em wide, others about half an em.
  */
 export function wrapTitle(title, widthPx, fontPx) {
@@ -20,10 +20,11 @@ export function wrapTitle(title, widthPx, fontPx) {
   if (width(chars) <= widthPx || title.includes("<br>")) return title;
   const middle = chars.length / 2;
   const nearest = (cuts) => cuts.reduce((best, i) => (best < 0 || Math.abs(i - middle) < Math.abs(best - middle) ? i : best), -1);
-  const marks = chars.flatMap((ch, i) => (/[：，、；:,;]/.test(ch) ? [i] : []));
+  const marks = chars.flatMap((ch, i) => (/[：，、；:,;·]/.test(ch) ? [i] : []));
   const fitting = marks.filter((i) => width(chars.slice(0, i + 1)) <= widthPx && width(chars.slice(i + 1)) <= widthPx);
   let cut = nearest(fitting);
-  if (cut < 0) cut = nearest(chars.flatMap((ch, i) => (/[：，、；:,;\s]/.test(ch) ? [i] : [])));
+  // Not at the space before a "·" (a source note's separator): no line starts with one.
+  if (cut < 0) cut = nearest(chars.flatMap((ch, i) => (/[：，、；:,;·\s]/.test(ch) && chars[i + 1] !== "·" ? [i] : [])));
   if (cut < 0) cut = Math.floor(middle) - 1;
   return `${chars.slice(0, cut + 1).join("").trimEnd()}<br>${chars.slice(cut + 1).join("").trimStart()}`;
 }
