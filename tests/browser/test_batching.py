@@ -63,8 +63,11 @@ def test_play_runs_both_users_on_the_recorded_clock_to_the_measured_stall_and_tt
     data = demo_data(page, demo)
     users = demo.locator(".pd-batching__users")
     ticks = data["batching"]["two_users"]["ticks"]
-    # the clock starts at the first recorded event (the streaming user's token before the arrival)
+    # the clock starts at the first recorded event (the streaming user's token before the arrival), and
+    # says how long until the arrival, not a negative time since it
     assert users.get_attribute("data-pd-count") == "1"
+    clock = users.locator(".pd-batching__clock").inner_text()
+    assert "-" not in clock and clock.startswith("The new user arrives in" if lang == "en/" else "新用户 "), clock
     assert demo.locator(".pd-batching__event--off").count() > 0
     users.locator(".pd-button--play").click()
     page.wait_for_function("el => el.dataset.pdState === 'ended'", arg=users.element_handle(), timeout=TIMEOUT_MS)

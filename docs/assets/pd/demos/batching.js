@@ -211,15 +211,17 @@ function usersView(demo, twoUsers, text, format, reducedMotion) {
     role: "group", "aria-label": text("batching.users_title"), "aria-keyshortcuts": "Space ArrowLeft ArrowRight Home End" });
   const lanes = twoUsers.cases.map((kase) => laneView(twoUsers, kase, text, format));
   const clock = h("p", { class: "pd-keys pd-batching__clock" });
+  // Time to the new user's arrival, then since it: never a negative time.
+  const clockText = (t) => (t < twoUsers.arrival_ms
+    ? text("batching.clock_before", { ms: format.ms(twoUsers.arrival_ms - t) })
+    : text("batching.clock", { ms: format.ms(t - twoUsers.arrival_ms) }));
   const player = createPlayer({
     root, ticks: twoUsers.ticks, text, reducedMotion,
     render(state) {
       for (const lane of lanes) lane.show(state.t);
-      setText(clock, text("batching.clock", { ms: format.ms(state.t - twoUsers.arrival_ms) }));
+      setText(clock, clockText(state.t));
     },
-    describe(state) {
-      return text("batching.clock", { ms: format.ms(state.t - twoUsers.arrival_ms) });
-    },
+    describe: (state) => clockText(state.t),
   });
   root.append(h("p", { class: "pd-batching__users-title", text: text("batching.users_title") }),
     h("p", { class: "pd-keys", text: text("batching.users_caption", {
