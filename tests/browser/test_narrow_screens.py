@@ -1,7 +1,7 @@
 """Every built page on the narrowest phones, 320 and 360 px wide, in both languages: the page never scrolls
-sideways, with its demos and charts drawn (JavaScript on) and as their static fallback (JavaScript off),
-and no chart's words run into each other or off the chart. What is wider than a phone (a table of
-sources, a long hardware name) fits, wraps or scrolls in its own box."""
+sideways, with its demos and charts drawn (JavaScript on) and as their static fallback (JavaScript off);
+no chart's words run into each other or off the chart, and every slider stays wide enough to set. What
+is wider than a phone (a table of sources, a long hardware name) fits, wraps or scrolls in its own box."""
 
 from __future__ import annotations
 
@@ -45,6 +45,11 @@ CHART_TEXT_CLASHES = """() => [...document.querySelectorAll('.js-plotly-plot')].
     return clashes;
   })"""
 
+# Sliders narrower than a finger can set (the prompt-length scrubber was 25 px wide at 320 px).
+NARROW_SLIDERS = """() => [...document.querySelectorAll('.pd-demo input[type=range]')]
+    .filter((el) => el.getClientRects().length && el.getBoundingClientRect().width < 100)
+    .map((el) => `${el.id || el.className}: ${Math.round(el.getBoundingClientRect().width)} px`)"""
+
 
 def every_page() -> list[str]:
     """URL paths of every page the build writes (chapters, appendix and home, both languages)."""
@@ -85,8 +90,8 @@ def open_narrow(browser, url: str, width: int, *, javascript: bool):
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("path", every_page())
-def test_with_its_demos_drawn_the_page_is_no_wider_than_the_phone_nor_any_chart_text_clashes(browser, site_url, path,
-                                                                                              width):
+def test_with_its_demos_drawn_the_page_fits_the_phone_its_chart_text_does_not_clash_its_sliders_can_be_set(
+        browser, site_url, path, width):
     context, page = open_narrow(browser, site_url + path, width, javascript=True)
     try:
         draw_every_demo(page)
@@ -94,6 +99,7 @@ def test_with_its_demos_drawn_the_page_is_no_wider_than_the_phone_nor_any_chart_
             page.evaluate(STICKING_OUT)
         clashes = page.evaluate(CHART_TEXT_CLASHES)
         assert not clashes, "\n".join(clashes)
+        assert page.evaluate(NARROW_SLIDERS) == []
     finally:
         context.close()
 
