@@ -36,13 +36,16 @@ function wrapLines(text, widthPx, fontPx) {
 
 /**
  * Layout changes for a chart `widthPx` wide, narrower than NARROW_PX: a smaller title, on two lines if
- * it needs them; the legend from the left edge, where its rows wrap inside the chart, and a legend entry
- * too long for a row on two lines (renamed in `data`); the source note under the plot from the chart's
- * left edge, on as many lines as it needs, up to four. Returns a flat Plotly.relayout update.
+ * it needs them, and axis titles no bigger; the legend from the left edge, where its rows wrap inside
+ * the chart, and a legend entry too long for a row on two or three lines (renamed in `data`); the
+ * source note under the plot from the chart's left edge, on as many lines as it needs, up to four.
+ * Returns a flat Plotly.relayout update.
  */
 export function narrowLayout(layout, data, widthPx) {
-  const update = { "title.font.size": NARROW_TITLE_PX, "xaxis.title.font.size": NARROW_TITLE_PX,
-    "yaxis.title.font.size": NARROW_TITLE_PX, "legend.x": 0, "legend.xanchor": "left" };
+  const update = { "title.font.size": NARROW_TITLE_PX, "legend.x": 0, "legend.xanchor": "left" };
+  for (const axis of Object.keys(layout).filter((key) => /^[xy]axis\d*$/.test(key) && layout[key].title?.text)) {
+    update[`${axis}.title.font.size`] = NARROW_TITLE_PX; // an axis title is no bigger than the chart's
+  }
   const margin = { t: 80, l: 80, r: 80, b: 80, ...layout.margin }; // Plotly's defaults where unset
   let top = margin.t;
   const title = layout.title?.text || "";
