@@ -48,7 +48,7 @@ def colorbar_above(title: str, plot_height_px: float, gap_px: float = 6) -> dict
 
 def plot_height(height: int) -> int:
     """Pixels between the top and bottom margins of a figure laid out with base_layout(height=height)."""
-    return height + (TOP - 56) - TOP - BOTTOM
+    return base_layout("", "", height=height)["height"] - TOP - BOTTOM
 
 
 def escape_labels(node: Any, key: str | None = None) -> Any:
