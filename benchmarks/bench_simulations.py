@@ -212,8 +212,8 @@ def main() -> None:
         return
     m, peaks = record["machine"], cold["peaks"]
     print(machine_line(m))
-    print(f"peaks: GEMM {peaks['peak_gflops']:.1f} GFLOP/s · copy {peaks['copy_gbps']:.1f} GB/s · "
-          f"GEMV {peaks['gemv_gbps']:.1f} GB/s (peak from {peaks['peak_gbps_from']})\n")
+    print(f"peaks: GEMM {peaks['peak_gflops']:.1f} GFLOP/s · read stream {peaks['peak_gbps']:.1f} GB/s "
+          f"over {peaks['stream_bytes'] // 2**20} MiB\n")
     print(table(record["checks"]))
     print("\nsweep: " + " · ".join(f"{p['prompt_tokens']} tok: TTFT {p['ttft_ms']:.0f} ms, "
                                    f"{p['decode_ms_per_token']:.1f} ms/tok" for p in cold["sweep_points"]))

@@ -1,29 +1,25 @@
 """Batching and chunked prefill, measured: how a server feeds many users from one read of the weights.
 
-Decode is memory-bound: each step reads every weight to produce one token. A server therefore
-decodes B users' next tokens in one pass (`model.decode_batch`): every linear layer multiplies a
-B-row matrix by its weights, read once, while attention runs per user over that user's own KV
-cache. Until the step turns compute-bound its time barely grows with B, so tokens per second grow
-almost B-fold while each user's wait per token stays put. `measure` times this on the real model,
-for several B, and places each step on this machine's roofline (FLOPs and bytes from `cost.py`).
+A decode step reads every weight to produce one token. A server therefore decodes B users' next tokens
+in one pass (`model.decode_batch`): every linear layer multiplies a B-row matrix by its weights, read
+once, while attention runs per user over that user's own KV cache. `measure` times such steps on the
+real model for several B, and sets each beside its floor on this machine: the roofline's time for its
+FLOPs and bytes (`cost.roofline_seconds`, the weights counted once per step and every user's KV cache).
 
-The knee is the batch size where the step stops being memory-bound. Measured: the first B whose
-step takes at least 1.5 times the B=1 step. Predicted: per token a weight costs 2 FLOPs (a
-multiply-add) and is read once for the batch, so B tokens make 2B FLOPs per weight of
-`bytes_per_weight` bytes, and the ridge point (peak FLOP/s / bandwidth) is reached at
-B = ridge × bytes_per_weight / 2. The KV cache, read per user, is left out, so the prediction is a
-bound; it is also given for the projected devices (their spec sheets' ridge, `projections.py`).
+The knee is the batch where a step stops costing about what one user's does. Measured: the first B whose
+step takes at least KNEE_SLOWDOWN times the B=1 step. Predicted: the first B whose step's intensity
+reaches this machine's ridge point (`cost.first_compute_bound_batch`), each user's KV cache counted;
+the weights-only figure (ridge × bytes per weight ÷ 2) is given beside it, as the bound the KV cache
+moves. No real kernel reaches both peaks at once, so a step slows before the predicted knee.
 
-Chunked prefill: a long prompt is cut into chunks that ride along with other users' decode rows
-in one pass (`model.mixed_step`) instead of one pass that makes everyone wait for the whole
-prompt. `measure` times one mixed step against the same work as two passes, then plays two
-users on a real clock: one streaming its answer while another arrives with a long prompt, once
-prefilled whole, once in chunks.
+Chunked prefill: a long prompt is cut into chunks that ride along with other users' decode rows in one
+pass (`model.mixed_step`) instead of one pass that makes everyone wait for the whole prompt. `measure`
+times one mixed step against the same work as two passes, then plays two users on a real clock
+(`serving.two_users`).
 
 Timings are medians of repeated steps. The users' caches are filled by prefilling a few distinct
-prompts and copying them (each user still has a cache of its own, read by its own attention): a
-step's time depends on how many bytes it reads, not on what they hold, and prefilling 64 prompts
-one by one would cost a minute.
+prompts and copying them (`serving.prefilled_caches`): a step's time depends on how many bytes it
+reads, not on what they hold.
 """
 
 from __future__ import annotations
@@ -33,61 +29,38 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
-from .cost import batch_cost, kv_bytes_per_token
+from . import kernels
+from .cost import (
+    FLOAT32_BYTES,
+    batch_cost,
+    batch_intensity_limit,
+    first_compute_bound_batch,
+    kv_bytes_per_token,
+    roofline_seconds,
+)
 from .loader import LoadedModel
-from .model import KVCache, decode_batch, decode_step, mixed_step, prefill
-from .roofline import median_seconds
-from .sweep import PASSAGE
+from .model import KVCache, decode_batch, mixed_step, prefill
+from .projections import projected_knees
+from .roofline import measure_peaks, median_seconds
+from .serving import (
+    DECODE_STEPS_AFTER_FIRST_TOKEN,
+    DISTINCT_PROMPTS,
+    STREAMED_BEFORE_ARRIVAL,
+    prefilled_caches,
+    rewind,
+    two_users,
+    user_prompt,
+)
 
-SCHEMA = "prefill-decode-batch/1"
+SCHEMA = "prefill-decode-batch/2"
 KNEE_SLOWDOWN = 1.5  # the measured knee: the first batch whose step takes this many times the B=1 step
-FLOAT32_BYTES = 4  # the numpy model's weights
 FLOPS_PER_WEIGHT_PER_TOKEN = 2  # one multiply-add
-DISTINCT_PROMPTS = 4  # prompts prefilled for real; the other users' caches copy them
-STREAMED_BEFORE_ARRIVAL = 2  # the streaming user's tokens on the clock before the second user arrives
-DECODE_STEPS_AFTER_FIRST_TOKEN = 3  # steps shown once both users stream
 
 Progress = Callable[[str, float | None], None] | None
 
 
 def _median_ms(run: Callable[[], object], repeats: int) -> float:
     return 1000 * median_seconds(run, repeats)
-
-
-def user_prompt(model: LoadedModel, user: int, n_tokens: int) -> np.ndarray:
-    """User `user`'s prompt of exactly `n_tokens` tokens: the sweep's passage, starting `user` words in,
-    so every user's prompt differs while all have the same length."""
-    words = PASSAGE.split()
-    text = " ".join(words[user % len(words):] + words[: user % len(words)])
-    ids = np.asarray(model.tokenizer.encode(text), dtype=np.int64)
-    return np.tile(ids, -(-n_tokens // len(ids)))[:n_tokens]
-
-
-def prefilled_caches(model: LoadedModel, users: int, context: int, spare: int) -> list[KVCache]:
-    """`users` caches holding `context` tokens each, with room for `spare` more, as a server keeps them:
-    neighbouring slots of one block (`KVCache.batch`), so a batch's attention is one product per step.
-
-    DISTINCT_PROMPTS prompts are prefilled; user i's cache is a copy of prompt i mod DISTINCT_PROMPTS's.
-    """
-    config, weights = model.config, model.weights
-    caches = KVCache.batch(config, users, context + spare)
-    for user, cache in enumerate(caches):
-        if user < DISTINCT_PROMPTS:
-            prefill(weights, config, user_prompt(model, user, context), cache)
-        else:
-            source = caches[user % DISTINCT_PROMPTS]
-            cache.k[:, :, :context] = source.k[:, :, :context]
-            cache.v[:, :, :context] = source.v[:, :, :context]
-            cache.length = context
-    return caches
-
-
-def _rewind(caches: Sequence[KVCache], length: int) -> None:
-    """Forget the tokens decoded after `length`: the next step overwrites their rows."""
-    for cache in caches:
-        cache.length = length
 
 
 def _utilization(flops: float, nbytes: float, ms: float, machine: dict[str, float]) -> dict[str, float]:
@@ -106,7 +79,7 @@ def batched_decode_rows(model: LoadedModel, caches: list[KVCache], batch_sizes: 
     shape, weights, config = model.config.shape, model.weights, model.config
 
     def step(batch: int) -> None:  # the same step each time: every cache back at `context`
-        _rewind(caches[:batch], context)
+        rewind(caches[:batch], context)
         decode_batch(weights, config, tokens[:batch], caches[:batch])
 
     tokens = [int(user_prompt(model, user, context)[-1]) for user in range(max(batch_sizes))]
@@ -119,7 +92,7 @@ def batched_decode_rows(model: LoadedModel, caches: list[KVCache], batch_sizes: 
             step(batch)
             if round_index:
                 seconds[batch].append(time.perf_counter() - start)
-    _rewind(caches, context)
+    rewind(caches, context)
     rows = []
     for batch in batch_sizes:
         step_ms = 1000 * statistics.median(seconds[batch])
@@ -134,6 +107,7 @@ def batched_decode_rows(model: LoadedModel, caches: list[KVCache], batch_sizes: 
             "intensity": cost.intensity,
             "weight_bytes": cost.weight_bytes,
             "kv_bytes": cost.kv_read_bytes + cost.kv_written_bytes,
+            "floor_ms": 1000 * roofline_seconds(cost.flops, cost.bytes, machine["peak_flops"], machine["bandwidth"]),
             **_utilization(cost.flops, cost.bytes, step_ms, machine),
         })
     return rows
@@ -147,30 +121,10 @@ def measured_knee(rows: list[dict]) -> int | None:
     return next((row["batch"] for row in rows if row["step_ms"] >= KNEE_SLOWDOWN * base), None)
 
 
-def predicted_knee(ridge: float, bytes_per_weight: float) -> float:
-    """The batch at which 2·B FLOPs per weight read reach the ridge point (the KV cache left out: a bound)."""
+def weights_only_knee(ridge: float, bytes_per_weight: float) -> float:
+    """The batch at which 2·B FLOPs per weight read reach the ridge point, the KV cache left out: where the
+    knee would lie if the weights were all a step read (the KV cache moves it later)."""
     return ridge * bytes_per_weight / FLOPS_PER_WEIGHT_PER_TOKEN
-
-
-def projected_knees() -> list[dict[str, Any]]:
-    """The same prediction on the projected devices, from their spec sheets' ridge points (projected)."""
-    from . import projection_data as sourced
-    from . import projections
-
-    devices = sourced.load_data("accelerators")["devices"]
-    knees = []
-    for model_id in sourced.default_models():
-        for device_id, device in devices.items():
-            for dtype in sourced.PROJECTION_DTYPES:
-                peak_flops, bandwidth = projections.ceilings(device, dtype)
-                ridge = peak_flops / bandwidth
-                bytes_per_weight = sourced.bits_per_weight(model_id, dtype) / 8
-                knees.append({"id": projections.projection_id(model_id, device_id, dtype), "model": model_id, "device": device_id,
-                              "dtype": dtype, "bytes_per_weight": round(bytes_per_weight, 4),
-                              "ridge": round(ridge, 1),
-                              "predicted_batch": round(predicted_knee(ridge, bytes_per_weight), 1),
-                              "projected": True})
-    return knees
 
 
 def chunked_rows(model: LoadedModel, streaming: list[KVCache], context: int, chunk_sizes: Sequence[int],
@@ -183,7 +137,7 @@ def chunked_rows(model: LoadedModel, streaming: list[KVCache], context: int, chu
     chunk_cache = KVCache.empty(config, max(1, longest))
 
     def decode_only() -> None:
-        _rewind(streaming, context)
+        rewind(streaming, context)
         decode_batch(weights, config, tokens, streaming)
 
     decode_ms = _median_ms(decode_only, repeats)  # the same decode pass for every chunk size
@@ -192,12 +146,12 @@ def chunked_rows(model: LoadedModel, streaming: list[KVCache], context: int, chu
         report(f"chunked prefill: {len(streaming)} decode row(s) + a {chunk}-token chunk", i / len(chunk_sizes))
 
         def chunk_only(chunk=chunk) -> None:
-            _rewind([chunk_cache], 0)
+            rewind([chunk_cache], 0)
             prefill(weights, config, arriving[:chunk], chunk_cache)
 
         def together(chunk=chunk) -> None:
-            _rewind([chunk_cache], 0)
-            _rewind(streaming, context)
+            rewind([chunk_cache], 0)
+            rewind(streaming, context)
             mixed_step(weights, config, tokens, streaming, arriving[:chunk], chunk_cache)
 
         if chunk == 0:  # nothing rides along: the step is the decode pass
@@ -207,71 +161,8 @@ def chunked_rows(model: LoadedModel, streaming: list[KVCache], context: int, chu
             separate_ms = decode_ms + _median_ms(chunk_only, repeats)
         rows.append({"decode_rows": len(streaming), "chunk_tokens": chunk, "step_ms": step_ms,
                      "separate_ms": separate_ms})
-    _rewind(streaming, context)
+    rewind(streaming, context)
     return rows
-
-
-def two_users(model: LoadedModel, context: int, prompt_tokens: int, chunk_tokens: int,
-              report: Callable[[str, float], None]) -> dict[str, Any]:
-    """One user streams its answer; another arrives (t = 0) with a `prompt_tokens`-token prompt.
-
-    Played for real, twice, on a wall clock: "unchunked" prefills the whole prompt in one pass
-    before the next decode step; "chunked" cuts it into `chunk_tokens`-token chunks, each riding
-    along with the streaming user's decode row. Once the new user has its first token, both decode
-    together. Each event is a pass's end: "token" when it gave the user a token, "prefill" when it
-    only processed part of the arriving user's prompt. The streaming user's tokens before the
-    arrival have negative times.
-    """
-    prompt = user_prompt(model, DISTINCT_PROMPTS + 1, prompt_tokens)
-    result: dict[str, Any] = {"prompt_tokens": prompt_tokens, "chunk_tokens": chunk_tokens}
-    for index, mode in enumerate(("unchunked", "chunked")):
-        report(f"two users, {mode}: a {prompt_tokens}-token prompt arrives while another user streams", index / 2)
-        events = play_two_users(model, context, prompt, chunk_tokens if mode == "chunked" else None)
-        streamed = [e["t_ms"] for e in events if e["user"] == "streaming"]
-        result[mode] = {
-            "stall_ms": max(b - a for a, b in zip(streamed, streamed[1:], strict=False)),
-            "ttft_ms": next(e["t_ms"] for e in events if e["user"] == "arriving" and e["what"] == "token"),
-            "events": events,
-        }
-    return result
-
-
-def play_two_users(model: LoadedModel, context: int, prompt: np.ndarray, chunk_tokens: int | None) -> list[dict]:
-    """The events of one two-users timeline (see `two_users`); chunk_tokens None prefills the prompt whole."""
-    weights, config = model.weights, model.config
-    chunks = [prompt] if chunk_tokens is None else [prompt[i:i + chunk_tokens] for i in range(0, len(prompt), chunk_tokens)]
-    streaming = prefilled_caches(model, 1, context, STREAMED_BEFORE_ARRIVAL + len(chunks)
-                                 + DECODE_STEPS_AFTER_FIRST_TOKEN)[0]
-    arriving = KVCache.empty(config, len(prompt) + DECODE_STEPS_AFTER_FIRST_TOKEN)
-    token = int(user_prompt(model, 0, context)[-1])
-    streamed_before = []
-    for _ in range(STREAMED_BEFORE_ARRIVAL):
-        token = int(np.argmax(decode_step(weights, config, token, streaming)))
-        streamed_before.append(time.perf_counter())
-    arrival = time.perf_counter()
-    events = [{"user": "streaming", "t_ms": (t - arrival) * 1000, "what": "token"} for t in streamed_before]
-
-    def happened(user: str, what: str) -> None:
-        events.append({"user": user, "t_ms": (time.perf_counter() - arrival) * 1000, "what": what})
-
-    if chunk_tokens is None:  # the streaming user waits for the whole prompt
-        new_token = int(np.argmax(prefill(weights, config, prompt, arriving)[-1]))
-        happened("arriving", "token")
-    else:  # each chunk rides along with the streaming user's decode row
-        for i, chunk in enumerate(chunks):
-            decode_logits, chunk_logits = mixed_step(weights, config, [token], [streaming], chunk, arriving)
-            token = int(np.argmax(decode_logits[0]))
-            happened("streaming", "token")
-            happened("arriving", "token" if i == len(chunks) - 1 else "prefill")
-            events[-1]["t_ms"] = events[-2]["t_ms"]  # one pass: one moment
-        new_token = int(np.argmax(chunk_logits))
-    for _ in range(DECODE_STEPS_AFTER_FIRST_TOKEN):
-        logits = decode_batch(weights, config, [token, new_token], [streaming, arriving])
-        token, new_token = (int(i) for i in np.argmax(logits, axis=-1))
-        happened("streaming", "token")
-        happened("arriving", "token")
-        events[-1]["t_ms"] = events[-2]["t_ms"]
-    return events
 
 
 def _rounded(value: Any) -> Any:
@@ -300,11 +191,9 @@ def measure(
 ) -> dict[str, Any]:
     """Batched decode, the knee, chunked prefill and the two-users timeline, measured on `model`.
 
-    Returns the JSON-ready dict of schema prefill-decode-batch/1 (simulations/README.md). `peaks` are
+    Returns the JSON-ready dict of schema prefill-decode-batch/2 (simulations/README.md). `peaks` are
     `roofline.measure_peaks()`'s result, measured here unless given.
     """
-    from .roofline import measure_peaks
-
     _check_sizes(model, batch_sizes, context_tokens, chunk_sizes, two_users_prompt_tokens, two_users_chunk_tokens,
                  chunk_decode_rows, repeats)
     report = progress or (lambda message, fraction: None)
@@ -313,6 +202,7 @@ def measure(
         peaks = measure_peaks()
     machine = {"peak_flops": peaks["peak_gflops"] * 1e9, "bandwidth": peaks["peak_gbps"] * 1e9}
     machine["ridge"] = machine["peak_flops"] / machine["bandwidth"]
+    shape = model.config.shape
 
     def stage(first: float, share: float) -> Callable[[str, float], None]:
         return lambda message, fraction: report(message, first + share * fraction)
@@ -332,8 +222,11 @@ def measure(
         "machine": machine,
         "batch_sizes": rows,
         "kv_bytes_per_user": kv_bytes_per_token(model.config.shape) * context_tokens,
+        "kernels": kernels.describe(),
         "knee": {"measured_batch": measured_knee(rows),
-                 "predicted_batch": predicted_knee(machine["ridge"], FLOAT32_BYTES),
+                 "predicted_batch": first_compute_bound_batch(shape, context_tokens, machine["ridge"]),
+                 "weights_only_batch": weights_only_knee(machine["ridge"], FLOAT32_BYTES),
+                 "intensity_limit": batch_intensity_limit(shape, context_tokens),
                  "bytes_per_weight": FLOAT32_BYTES, "slowdown": KNEE_SLOWDOWN},
         "projected_knees": projected_knees(),
         "chunked": chunked,
@@ -341,11 +234,13 @@ def measure(
         "method": (
             f"Batched decode: B users, each with its own KV cache of {context_tokens} tokens, one token each per "
             "pass (every weight read once per pass, attention per user over its own cache); median of "
-            f"{repeats} steps per B, timed in rounds of one step of every B after a warm-up round. FLOPs and bytes from simulations/cost.py (batch_cost); "
-            "utilisation = achieved / this machine's measured peak (GEMM FLOP/s, copy or GEMV bytes/s). "
-            f"Knee measured: first B whose step takes ≥ {KNEE_SLOWDOWN}× the B=1 step; predicted: ridge × bytes "
-            "per weight ÷ 2 FLOPs per weight per token, the KV cache left out (a bound); projected knees use "
-            "each device's spec-sheet ridge (projected, not measured). Chunked: one pass with the decode rows "
+            f"{repeats} steps per B, timed in rounds of one step of every B after a warm-up round; path: "
+            f"{kernels.describe()}. FLOPs and bytes from simulations/cost.py (batch_cost); floor = the larger "
+            "of bytes ÷ measured bandwidth and FLOPs ÷ measured GEMM peak; utilisation = achieved / measured "
+            f"peak. Knee measured: first B whose step takes ≥ {KNEE_SLOWDOWN}× the B=1 step; predicted: the "
+            "first B whose step's FLOPs per byte reach the ridge point, every user's KV cache counted "
+            "(cost.first_compute_bound_batch; none when even unlimited users stay below it); projected knees "
+            "use each device's spec-sheet ridge (projected, not measured). Chunked: one pass with the decode rows "
             "and a chunk of another prompt vs a decode pass plus the chunk's prefill pass, medians. Two users: "
             "played once on a wall clock, t = 0 when the second user arrives."
         ),

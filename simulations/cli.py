@@ -174,21 +174,24 @@ def show_project(result: dict) -> str:
 
 def show_batch(result: dict) -> str:
     machine, knee, users = result["machine"], result["knee"], result["two_users"]
-    batch_cols = ["batch", "step_ms", "tokens_per_s", "ms_per_token", "intensity", "compute_utilization",
+    batch_cols = ["batch", "step_ms", "floor_ms", "tokens_per_s", "intensity", "compute_utilization",
                   "bandwidth_utilization"]
     timeline = [{"prefill": mode, "stall_ms": users[mode]["stall_ms"], "ttft_ms": users[mode]["ttft_ms"]}
                 for mode in ("unchunked", "chunked")]
     first_model = result["projected_knees"][0]["model"] if result["projected_knees"] else None
-    gpu_knees = [k for k in result["projected_knees"] if k["dtype"] == "fp16" and k["model"] == first_model]
+    gpu_knees = [{**k, **{f"at {row['context']} tokens": row["predicted_batch"] or "never" for row in k["by_context"]}}
+                 for k in result["projected_knees"] if k["dtype"] == "fp16" and k["model"] == first_model]
+    contexts = [f"at {row['context']} tokens" for row in result["projected_knees"][0]["by_context"]] if gpu_knees else []
     return "\n\n".join([
-        f"{result['model']}: batched decode, each user's cache at {result['context_tokens']} tokens "
+        f"{result['model']}: batched decode ({result['kernels']}), each user's cache at {result['context_tokens']} tokens "
         f"(machine peaks: {machine['peak_flops'] / 1e9:,.1f} GFLOP/s, {machine['bandwidth'] / 1e9:,.1f} GB/s, "
         f"ridge {machine['ridge']:,.1f} FLOP/byte)",
         table(result["batch_sizes"], batch_cols),
         f"knee: measured at batch {knee['measured_batch']} (first step ≥ {knee['slowdown']}× the B=1 step), "
-        f"predicted {knee['predicted_batch']:,.1f} (ridge × {knee['bytes_per_weight']} bytes per weight ÷ 2)",
+        f"predicted {knee['predicted_batch'] or 'never'} (the first batch whose FLOPs per byte reach the ridge, "
+        f"every user's KV cache counted; the weights alone: {knee['weights_only_batch']:,.1f})",
         f"projected knees, {first_model} in fp16 (a bound from spec sheets, not measured; --json for every model and precision)",
-        table(gpu_knees, ["model", "device", "dtype", "predicted_batch"]),
+        table(gpu_knees, ["model", "device", "dtype", "weights_only_batch", *contexts]),
         "chunked prefill: one mixed step vs the same work as separate passes",
         table(result["chunked"], ["decode_rows", "chunk_tokens", "step_ms", "separate_ms"]),
         f"two users: a {users['prompt_tokens']}-token prompt arrives while another user streams "

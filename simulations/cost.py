@@ -10,6 +10,7 @@ counting observer and checks that the shapes the model multiplies give exactly t
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -172,3 +173,44 @@ def first_compute_bound_prompt(prefill: Callable[[int], PassCost], ridge: float,
     lengths = range(1, longest + 1)
     first = bisect.bisect_left(lengths, True, key=lambda tokens: prefill(tokens).intensity >= ridge)
     return lengths[first] if first < len(lengths) else None
+
+
+def roofline_seconds(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> float:
+    """A pass's floor on a machine: the slower of computing `flops` at peak and moving `nbytes` at full
+    bandwidth. No real kernel beats it; one that reached both ceilings at once would take exactly this."""
+    return max(flops / peak_flops, nbytes / bandwidth)
+
+
+def decode_batch_cost(shape: ModelShape, users: int, context: int, **widths: float) -> PassCost:
+    """One decode step for `users` users, each with `context` tokens in its own KV cache."""
+    return batch_cost(shape, [(1, context)] * users, **widths)
+
+
+def batch_intensity_limit(shape: ModelShape, context: int, **widths: float) -> float:
+    """The intensity a decode step approaches as users are added: one user's FLOPs ÷ the bytes of its own
+    KV cache. The weights are read once however many users share them, so they fade from the ratio."""
+    one, two = decode_batch_cost(shape, 1, context, **widths), decode_batch_cost(shape, 2, context, **widths)
+    return (two.flops - one.flops) / (two.bytes - one.bytes)
+
+
+def first_compute_bound_batch(shape: ModelShape, context: int, ridge: float, **widths: float) -> int | None:
+    """The smallest number of users whose decode step reaches `ridge` FLOP/byte (the knee the roofline
+    predicts), each user's KV cache of `context` tokens counted; None if no batch ever does.
+
+    Each user adds 2 FLOPs per weight but also its own KV cache's bytes, so the intensity rises with the
+    batch towards `batch_intensity_limit`: the KV cache moves the knee to a larger batch than the weights
+    alone would (ridge × bytes per weight ÷ 2), and beyond some context length the step never turns
+    compute-bound. FLOPs and bytes are linear in the batch (flops = B·f, bytes = shared + B·k), so the
+    crossing B ≥ ridge·shared ÷ (f − ridge·k) is solved directly, then checked against the cost model.
+    """
+    one, two = decode_batch_cost(shape, 1, context, **widths), decode_batch_cost(shape, 2, context, **widths)
+    per_user_flops, per_user_bytes = two.flops - one.flops, two.bytes - one.bytes
+    shared_bytes = one.bytes - per_user_bytes
+    if per_user_flops <= ridge * per_user_bytes:
+        return None
+    users = max(1, math.ceil(ridge * shared_bytes / (per_user_flops - ridge * per_user_bytes)))
+    while users > 1 and decode_batch_cost(shape, users - 1, context, **widths).intensity >= ridge:
+        users -= 1  # floating-point rounding in the division above: step back to the first that reaches it
+    while decode_batch_cost(shape, users, context, **widths).intensity < ridge:
+        users += 1
+    return users

@@ -23,12 +23,12 @@ import numpy as np
 
 from .config import ModelConfig
 from .errors import ModelFileError
-from .model import LayerWeights, Weights, column_major
+from .model import LayerWeights, Weights, weight_matrix
 from .paths import cache_dir, file_sha256
 from .tokenizer import Tokenizer
 
 SUPPORTED_ARCHS = ("llama", "qwen2")
-CACHE_FORMAT = 2  # bump when the layout of the float32 cache changes
+CACHE_FORMAT = 3  # bump when the layout of the float32 cache changes (3: matrices row-major)
 
 
 def _field(reader, key: str, default=None):
@@ -167,8 +167,8 @@ def _build_cache(path: Path, target: Path, progress=None) -> None:
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".building-"))
     try:
         for name, array in arrays.items():
-            stored = column_major(array) if array.ndim == 2 else np.ascontiguousarray(array, dtype=np.float32)
-            np.save(tmp / f"{name}.npy", stored)  # .npy keeps the order: the memory map is column-major too
+            stored = weight_matrix(array) if array.ndim == 2 else np.ascontiguousarray(array, dtype=np.float32)
+            np.save(tmp / f"{name}.npy", stored)  # .npy keeps the order: the memory map is row-major too
         meta = {"format": CACHE_FORMAT, "config": config.to_dict(), "tokenizer": tokenizer.to_state()}
         (tmp / "meta.json").write_text(json.dumps(meta))
         if target.exists():

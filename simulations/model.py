@@ -9,6 +9,12 @@ The ways to run it are named after what they are, and all are one function, ``fo
 - ``decode_batch`` and ``mixed_step``: what a serving engine runs, many sequences (a KV cache each) in
   one pass that reads the weights once; ``mixed_step`` adds a chunk of another prompt (chunked prefill).
 
+Decode's two hot spots — a few rows times a weight matrix, and one new token attending over its cache —
+run as compiled kernels (``kernels.py``) behind ``linear`` and the decode attention here, as an inference
+engine's would: numpy's BLAS re-packs a whole weight matrix for every product of a few rows. The numpy
+code below is the definition and, with PD_KERNELS=numpy, the path that runs; the tests check every
+kernel against it.
+
 Everything stays float32: numpy 2 promotes float32 arrays combined with a float64 scalar
 (``1 / np.sqrt(d)``) to float64, which silently doubles the bytes and costs 10-20x in speed.
 
@@ -25,10 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import parallel
+from . import kernels, parallel
 from .config import ModelConfig
 from .cost import FLOAT32_BYTES
-from .parallel import for_each, for_row_blocks, usable_cores
+from .parallel import for_each, for_row_blocks
 
 F32 = np.float32
 # Largest attention score block (bytes) built at once: prefill processes queries in chunks so a
@@ -40,8 +46,8 @@ VECTOR_ROWS = 4  # up to this many rows, linear() runs one matrix-vector product
 
 @dataclass
 class LayerWeights:
-    """One transformer block. Matrices are (out, in) as in PyTorch/GGUF, so y = x @ W.T, and are
-    stored column-major (`column_major`)."""
+    """One transformer block. Matrices are (out, in) as in PyTorch/GGUF, so y = x @ W.T, stored
+    row-major (`weight_matrix`)."""
 
     attn_norm: np.ndarray  # (d,)
     wqkv: np.ndarray  # (q_dim + 2 kv_dim, d): Q, K and V stacked so one matmul reads them
@@ -71,7 +77,9 @@ class KVCache:
         self.k = k
         self.v = v
         self.length = 0
-        self.block = block  # (keys, values, slot) of the block this cache is slot `slot` of (see `batch`)
+        # (keys, values, slot): the block (layers, slots, kv_heads, max_tokens, hd) this cache is slot `slot`
+        # of (see `batch`); a cache made alone is the one slot of its own block.
+        self.block = block or (k[:, None], v[:, None], 0)
 
     @classmethod
     def empty(cls, config: ModelConfig, max_tokens: int) -> KVCache:
@@ -138,12 +146,11 @@ class Observer:
 NO_OBSERVER = Observer()
 
 
-def column_major(matrix: np.ndarray) -> np.ndarray:
-    """A weight matrix as the model keeps it: indexed (out, in), stored as the C-contiguous (in, out)
-    transpose. OpenBLAS's matrix-vector product, a decode step's every product, streams it faster this
-    way round (one decode step: 30 against 33 ms here, the LM head alone 32 against 21 GB/s); prefill's
-    products run as fast either way. Only speed depends on it: every function here takes either layout."""
-    return np.asfortranarray(matrix, dtype=F32)
+def weight_matrix(matrix: np.ndarray) -> np.ndarray:
+    """A weight matrix as the model keeps it: (out, in), row-major, so each output's weights are one run of
+    memory, the order the decode kernel streams (`kernels.rows_times_weight`); prefill's BLAS products run
+    as fast either way. Only speed depends on it: every function here takes either layout."""
+    return np.ascontiguousarray(matrix, dtype=F32)
 
 
 # --- primitives -----------------------------------------------------------------------------
@@ -160,14 +167,20 @@ def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
 def linear(
     x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, observer: Observer = NO_OBSERVER
 ) -> np.ndarray:
-    """y = x @ W.T (+ b). Many rows (prefill) split into one block of token rows per core; fewer go to
-    BLAS whole, on its own threads. Up to VECTOR_ROWS rows (decode, a small batch of decode rows) are
-    one matrix-vector product each, every one streaming W: a layer's matrix, a few MB, stays in the
-    L3 cache from the first row to the last, so memory still delivers it once, and OpenBLAS runs two
-    such products faster than its matrix product of two rows (a B = 2 decode step: 47 against 71 ms
-    here). More rows are one matrix product, x @ W.T, the fast order for a column-major W."""
+    """y = x @ W.T (+ b). A few rows (decode, a batch of decode rows, the LM head) go to the compiled
+    kernel, which reads each weight once for all of them (`kernels.rows_times_weight`).
+
+    The numpy path: many rows (prefill) split into one block of token rows per core; fewer go to BLAS
+    whole, on its own threads. Up to VECTOR_ROWS rows are one matrix-vector product each, every one
+    streaming W: a layer's matrix, a few MB, stays in the L3 cache from the first row to the last, and
+    OpenBLAS runs two such products faster than its matrix product of two rows."""
     observer.matmul(x, w, b)
     w = w.view(np.ndarray)  # a memory-mapped file's slices would run np.memmap's Python hook each time
+    if kernels.streams(x, w):
+        y = kernels.rows_times_weight(x, w)
+        if b is not None:
+            y += b
+        return y
     y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
     if x.shape[0] >= 2 * parallel.MIN_ROWS_PER_BLOCK:  # read at call time: tests change it
         for_row_blocks(lambda rows: np.matmul(x[rows], w.T, out=y[rows]), x.shape[0])
@@ -346,33 +359,24 @@ def transformer_block(
         observer.attention(q[rows], keys, values)  # here, on the calling thread, in sequence order
         attending.append((rows, keys, values))
 
-    def attend(indices: list[int]) -> None:  # observed above
-        if len(indices) == 1:
-            rows, keys, values = attending[indices[0]]
+    # Decode rows (one new token each, over its cache) in runs of neighbours in one cache block: each run
+    # is one call, the kernel's (parallel inside) or numpy's. A longer sequence (a prompt or a chunk of
+    # one) attends on its own, its query blocks split across the cores.
+    runs = [run for run in _neighbour_runs(sequences) if sequences[run[0]][1] is not None]
+    for run in runs:
+        block_k, block_v, slot = sequences[run[0]][1].block
+        lengths = np.array([attending[i][1].shape[1] for i in run])  # the new token's key included
+        rows = slice(sequences[run[0]][0].start, sequences[run[-1]][0].stop)
+        if kernels.enabled():
+            mixed[rows] = kernels.one_token_attention(q[rows], block_k, block_v, layer_index, slot, lengths)
+        else:
+            end, n = int(lengths.max()), len(run)
+            mixed[rows] = decode_attention(q[rows], block_k[layer_index, slot:slot + n, :, :end],
+                                           block_v[layer_index, slot:slot + n, :, :end], lengths)
+    in_runs = {i for run in runs for i in run}
+    for index, (rows, keys, values) in enumerate(attending):
+        if index not in in_runs:
             mixed[rows] = attention(q[rows], keys, values)
-            return
-        # neighbours in one cache block: their slots' keys and values are one array, attended at once
-        block_k, block_v, slot = sequences[indices[0]][1].block
-        lengths = np.array([attending[i][1].shape[1] for i in indices])  # the new token's key included
-        rows = slice(sequences[indices[0]][0].start, sequences[indices[-1]][0].stop)
-        end, n = int(lengths.max()), len(indices)
-        mixed[rows] = decode_attention(q[rows], block_k[layer_index, slot:slot + n, :, :end],
-                                       block_v[layer_index, slot:slot + n, :, :end], lengths)
-
-    # Decode rows (one new token each) are dealt out to the cores, every core's share in one hand-off;
-    # a run of neighbours in one cache block is cut into one piece per core. A longer sequence (a
-    # prompt or a chunk of one) splits its own query blocks across the cores instead, so runs alone.
-    runs = _neighbour_runs(sequences)
-    decode_rows = {i for run in runs for i in run}
-    if len(decode_rows) > 1:
-        cores = usable_cores()
-        jobs = [piece.tolist() for run in runs for piece in np.array_split(run, min(cores, len(run)))]
-        for_each(lambda first: [attend(job) for job in jobs[first::cores]], range(min(cores, len(jobs))))
-    else:
-        decode_rows = set()
-    for index in range(len(sequences)):
-        if index not in decode_rows:
-            attend([index])
     x = x + linear(mixed, layer.wo, observer=observer)
     return x + mlp(rms_norm(x, layer.mlp_norm, config.rms_eps), layer, observer)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from . import cost
 from . import projection_data as sourced
-from .cost import ModelShape
+from .cost import ModelShape, roofline_seconds
 
 KV_BYTES_PER_VALUE = 2  # fp16 KV cache
 KV_REFERENCE_TOKENS = 4096  # "the KV cache at 4k tokens"
@@ -43,11 +43,6 @@ def phase_cost(m: dict[str, Any], bits: float, phase: str, tokens: int) -> cost.
 
 
 # --- the roofline ----------------------------------------------------------------------------------
-
-
-def roofline_seconds(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> float:
-    """The slower of computing `flops` at peak and moving `nbytes` at full bandwidth."""
-    return max(flops / peak_flops, nbytes / bandwidth)
 
 
 def bound(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> str:
@@ -262,3 +257,34 @@ def validation_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "max": max(fractions) if fractions else None,
             })
     return summary
+
+
+KNEE_CONTEXTS = (512, 4096)  # the batching chapter's contexts for the projected knees
+
+
+def projected_knees(contexts: tuple[int, ...] = KNEE_CONTEXTS) -> list[dict[str, Any]]:
+    """Where batched decode would turn compute-bound on each projected device, from its spec sheet's ridge
+    point (projected, not measured): the weights-only batch (ridge × bytes per weight ÷ 2), and at each of
+    `contexts` the batch with every user's fp16 KV cache counted (None: never, as the step's intensity
+    cannot pass `intensity_limit`)."""
+    models, devices = sourced.load_data("models")["models"], sourced.load_data("accelerators")["devices"]
+    knees = []
+    for model_id in sourced.default_models():
+        shape = ModelShape.from_models_json(models[model_id])
+        for device_id, device in devices.items():
+            for dtype in sourced.PROJECTION_DTYPES:
+                peak_flops, bandwidth = ceilings(device, dtype)
+                ridge = peak_flops / bandwidth
+                widths = {"bytes_per_weight": sourced.bits_per_weight(model_id, dtype) / 8,
+                          "bytes_per_kv_value": KV_BYTES_PER_VALUE}
+                knees.append({
+                    "id": projection_id(model_id, device_id, dtype), "model": model_id, "device": device_id,
+                    "dtype": dtype, "bytes_per_weight": round(widths["bytes_per_weight"], 4),
+                    "ridge": round(ridge, 1),
+                    "weights_only_batch": round(ridge * widths["bytes_per_weight"] / 2, 1),
+                    "by_context": [{"context": context,
+                                    "predicted_batch": cost.first_compute_bound_batch(shape, context, ridge, **widths),
+                                    "intensity_limit": round(cost.batch_intensity_limit(shape, context, **widths), 1)}
+                                   for context in contexts],
+                    "projected": True})
+    return knees

@@ -1,9 +1,9 @@
 """The roofline of this machine, and where prefill and decode sit under it.
 
-Two ceilings: the float32 FLOP/s of a large matrix multiply (GEMM), and the bytes/s memory delivers
-(a large array copy, and a matrix-vector product over a matrix far larger than the last-level cache:
-decode's access pattern). A phase whose arithmetic intensity (FLOPs per byte moved) is below the
-ridge point (peak FLOP/s ÷ peak bytes/s) is limited by bandwidth, above it by compute.
+Two ceilings: the float32 FLOP/s of a large matrix multiply (GEMM), and the bytes/s memory delivers to a
+read-only stream over a buffer far larger than the last-level cache (decode's access pattern: it reads
+every weight once). A phase whose arithmetic intensity (FLOPs per byte moved) is below the ridge point
+(peak FLOP/s ÷ peak bytes/s) is limited by bandwidth, above it by compute.
 `measure_peaks` measures the ceilings; `roofline` times the model's real prefill and decode and
 places them under them, with their FLOPs and bytes from the cost model (`cost.py`).
 """
@@ -13,16 +13,18 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from . import kernels
 from .loader import LoadedModel, model_summary
 from .machine import machine_info
 from .sweep import check_lengths, timed_runs
 
 GEMM_SIZE = 2048  # 2048³ float32: 17 GFLOP, large enough to reach BLAS peak, small enough to be quick
-STREAM_BYTES = 256 * 2**20  # 256 MiB per array: 8× a 32 MiB last-level cache, so every byte comes from DRAM
+STREAM_BYTES = 2**30  # 1 GiB: at least 8× the last-level cache here (which can exceed 100 MB on these hosts)
 
 
 def _timed_runs(run: Callable[[], object], repeats: int) -> list[float]:
@@ -58,48 +60,48 @@ def gemm_gflops(repeats: int) -> float:
     return 2.0 * n**3 / seconds / 1e9
 
 
-def copy_gbps(repeats: int) -> float:
-    """Best copy bandwidth (GB/s) of a STREAM_BYTES array, counting the bytes read plus the bytes written."""
-    src = np.ones(STREAM_BYTES // 4, dtype=np.float32)
-    dst = np.empty_like(src)
-    seconds = best_seconds(lambda: np.copyto(dst, src), repeats)
-    return 2.0 * STREAM_BYTES / seconds / 1e9
+def last_level_cache_bytes() -> int | None:
+    """The largest CPU cache Linux reports for core 0, in bytes (None elsewhere)."""
+    sizes = []
+    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = entry.read_text().strip().upper()
+        units = {"K": 2**10, "M": 2**20, "G": 2**30}
+        sizes.append(int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text))
+    return max(sizes, default=None)
 
 
-def gemv_gbps(repeats: int) -> float:
-    """Best matrix-vector bandwidth (GB/s): the bytes of a STREAM_BYTES float32 matrix read once per product.
+def stream_bytes() -> int:
+    """The bandwidth buffer: STREAM_BYTES, or 8× the last-level cache where that is larger."""
+    return max(STREAM_BYTES, 8 * (last_level_cache_bytes() or 0))
 
-    The matrix is read row-major and, as its transpose, column-major (the model's layout,
-    `model.column_major`); BLAS streams one order faster than the other, and the faster is the ceiling."""
-    n = int((STREAM_BYTES // 4) ** 0.5)
-    rng = np.random.default_rng(0)
-    matrix = rng.standard_normal((n, n), dtype=np.float32)
-    vector = rng.standard_normal(n, dtype=np.float32)
-    seconds = min(best_seconds(lambda: matrix @ vector, repeats), best_seconds(lambda: matrix.T @ vector, repeats))
-    return matrix.nbytes / seconds / 1e9
+
+def read_gbps(repeats: int) -> float:
+    """Best read bandwidth (GB/s): every core reads its share of a `stream_bytes()` float32 buffer once
+    (`kernels.read_everything`). The buffer is written first, so its pages are real memory, not the shared
+    zero page."""
+    buffer = np.ones(stream_bytes() // 4, dtype=np.float32)
+    seconds = best_seconds(lambda: kernels.read_everything(buffer), repeats)
+    return buffer.nbytes / seconds / 1e9
 
 
 def measure_peaks(repeats: int = 5) -> dict[str, Any]:
     """This machine's float32 compute and memory-bandwidth ceilings, each the best of `repeats` runs."""
     gflops = gemm_gflops(repeats)
-    copy = copy_gbps(repeats)
-    gemv = gemv_gbps(repeats)
-    bandwidth_from = "gemv" if gemv >= copy else "copy"
+    gbps = read_gbps(repeats)
+    cache = last_level_cache_bytes()
     return {
         "peak_gflops": gflops,
-        "peak_gbps": max(copy, gemv),
-        "copy_gbps": copy,
-        "gemv_gbps": gemv,
-        "peak_gbps_from": bandwidth_from,
+        "peak_gbps": gbps,
         "repeats": repeats,
+        "stream_bytes": stream_bytes(),
+        "last_level_cache_bytes": cache,
         "method": (
             f"peak_gflops: best of {repeats} float32 GEMMs of {GEMM_SIZE}×{GEMM_SIZE} by "
             f"{GEMM_SIZE}×{GEMM_SIZE} (2n³ FLOPs) after one warm-up, numpy matmul on this machine's BLAS. "
-            f"copy_gbps: best of {repeats} copies of a {STREAM_BYTES // 2**20} MiB float32 array, "
-            "bytes read + bytes written. gemv_gbps: best of "
-            f"{repeats} float32 matrix-vector products over a {STREAM_BYTES // 2**20} MiB matrix "
-            "(far larger than the last-level cache), stored row-major and column-major, the faster "
-            "counting; matrix bytes read per product — decode's access pattern. peak_gbps is the higher of the two ({bandwidth_from} here)."
+            f"peak_gbps: best of {repeats} read-only passes over a {stream_bytes() // 2**20} MiB float32 buffer "
+            f"(the last-level cache: {f'{cache // 2**20} MiB' if cache else 'not reported'}), every core summing "
+            "its share (a compiled numba loop), after one warm-up: the bytes read per second, decode's access "
+            "pattern."
         ),
     }
 
@@ -189,6 +191,6 @@ def roofline(model: LoadedModel, peaks: dict[str, Any] | None = None, prompt_tok
             "against the shapes the model multiplies), divided by wall time. Prefill: median over "
             "repeats of the whole prompt's pass. Decode: median "
             f"of {decode_steps} greedy steps after that prefill (context = prompt + step). Utilisation = "
-            "achieved / measured peak (peak_gflops from GEMM, peak_gbps from the better of copy and GEMV)."
+            "achieved / measured peak (peak_gflops from GEMM, peak_gbps from a read-only stream far beyond the cache)."
         ),
     }

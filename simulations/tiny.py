@@ -12,10 +12,10 @@ import json
 import numpy as np
 
 from .config import ModelConfig
-from .loader import LoadedModel
-from .model import LayerWeights, Weights, column_major
+from .model import LayerWeights, Weights, weight_matrix
 from .tokenizer import TOKEN_TYPE_CONTROL, Tokenizer, byte_level_alphabet
 
+TINY_SEED = 0  # the seed `load_model("tiny")` uses
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHATML_TEMPLATE = (
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] "
@@ -55,7 +55,7 @@ def tiny_weights(config: ModelConfig, seed: int = 0) -> Weights:
     c = config
 
     def matrix(rows: int, cols: int) -> np.ndarray:
-        return column_major(rng.standard_normal((rows, cols)) / np.sqrt(cols))
+        return weight_matrix(rng.standard_normal((rows, cols)) / np.sqrt(cols))
 
     def norm() -> np.ndarray:
         return (1.0 + 0.1 * rng.standard_normal(c.d_model)).astype(np.float32)
@@ -78,10 +78,9 @@ def tiny_weights(config: ModelConfig, seed: int = 0) -> Weights:
     return Weights(token_embedding=embedding, layers=layers, final_norm=norm(), lm_head=head)
 
 
-def tiny_model(seed: int = 0) -> LoadedModel:
-    """The model `load_model("tiny")` gives; its fingerprint (for cache keys) hashes the config and the seed."""
+def tiny_model(seed: int = 0) -> tuple[ModelConfig, Weights, Tokenizer, str]:
+    """What `load_model("tiny")` is made of, as `gguf_loader.load_gguf` returns a file's: config, weights,
+    tokenizer, and a fingerprint for cache keys (a hash of the config and the seed)."""
     config = tiny_config()
     payload = json.dumps({"config": config.to_dict(), "seed": seed}, sort_keys=True)
-    return LoadedModel(name="tiny-random", source=f"seeded random weights (seed {seed}), byte-level tokenizer",
-                       config=config, weights=tiny_weights(config, seed), tokenizer=tiny_tokenizer(),
-                       fingerprint=hashlib.sha256(payload.encode()).hexdigest())
+    return config, tiny_weights(config, seed), tiny_tokenizer(), hashlib.sha256(payload.encode()).hexdigest()

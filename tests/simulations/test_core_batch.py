@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import simulations.model as M
-from simulations.batch import measure, measured_knee, predicted_knee
+from simulations.batch import measure, measured_knee, weights_only_knee
 from simulations.cli import main
-from simulations.cost import batch_cost, pass_cost
+from simulations.cost import batch_cost, decode_batch_cost, first_compute_bound_batch, pass_cost
 from simulations.errors import PromptError
 from simulations.loader import load_model
 from simulations.model import KVCache, decode_batch, decode_step, mixed_step, prefill
@@ -208,8 +208,19 @@ def test_the_knee_is_the_first_batch_one_and_a_half_times_slower():
     rows = [{"batch": b, "step_ms": ms} for b, ms in ((1, 10.0), (2, 10.5), (4, 14.9), (8, 15.0), (16, 30.0))]
     assert measured_knee(rows) == 8
     assert measured_knee(rows[:3]) is None
-    assert predicted_knee(ridge=4.0, bytes_per_weight=4) == 8.0
-    assert predicted_knee(ridge=295.0, bytes_per_weight=2) == 295.0  # fp16 on an H100: hundreds of users
+    assert weights_only_knee(ridge=4.0, bytes_per_weight=4) == 8.0
+    assert weights_only_knee(ridge=295.0, bytes_per_weight=2) == 295.0  # fp16 on an H100: hundreds of users
+
+
+def test_counting_each_users_kv_cache_moves_the_predicted_knee_later_or_away(tiny):
+    shape = tiny.config.shape
+    for ridge in (1.0, 2.0, 4.0):
+        knee = first_compute_bound_batch(shape, 16, ridge)
+        assert decode_batch_cost(shape, knee, 16).intensity >= ridge > decode_batch_cost(shape, knee - 1, 16).intensity
+        assert knee >= weights_only_knee(ridge, 4)  # the KV cache only adds bytes
+        longer = first_compute_bound_batch(shape, 256, ridge)
+        assert longer is None or longer >= knee  # a longer context, a later knee
+    assert first_compute_bound_batch(shape, 4096, 4.0) is None  # its cache alone outweighs what a user computes
 
 
 SMALL = dict(batch_sizes=(1, 2, 4), context_tokens=24, chunk_sizes=(0, 8, 16), two_users_prompt_tokens=40,
@@ -223,22 +234,32 @@ def measured(tiny):
     return result, messages
 
 
+def tiny_shape():
+    return load_model("tiny").config.shape
+
+
 def test_measure_returns_the_contract(measured):
     result, _ = measured
-    assert result["schema"] == "prefill-decode-batch/1"
+    assert result["schema"] == "prefill-decode-batch/2"
+    assert result["kernels"].startswith(("numba", "numpy"))
     assert result["model"] == "tiny-random" and result["context_tokens"] == 24
     assert result["machine"] == {"peak_flops": 1e11, "bandwidth": 2e10, "ridge": 5.0}
     assert [row["batch"] for row in result["batch_sizes"]] == [1, 2, 4]
     for row in result["batch_sizes"]:
         assert set(row) == {"batch", "step_ms", "tokens_per_s", "ms_per_token", "flops", "bytes", "intensity",
-                            "weight_bytes", "kv_bytes", "compute_utilization", "bandwidth_utilization"}
+                            "weight_bytes", "kv_bytes", "floor_ms", "compute_utilization",
+                            "bandwidth_utilization"}
+        floor_s = max(row["flops"] / 1e11, row["bytes"] / 2e10)  # FAKE_PEAKS: 100 GFLOP/s, 20 GB/s
+        assert row["floor_ms"] == pytest.approx(1000 * floor_s, rel=1e-3)
         assert row["ms_per_token"] == row["step_ms"] > 0
         assert row["tokens_per_s"] == pytest.approx(row["batch"] * 1000 / row["step_ms"], rel=1e-3)
         assert row["bytes"] == pytest.approx(row["weight_bytes"] + row["kv_bytes"], rel=1e-3)
         assert row["bandwidth_utilization"] > 0 and row["compute_utilization"] > 0
     intensities = [row["intensity"] for row in result["batch_sizes"]]
     assert intensities == sorted(intensities)  # more users per weight read: more FLOPs per byte
-    assert result["knee"]["predicted_batch"] == 10.0 and result["knee"]["bytes_per_weight"] == 4
+    knee = result["knee"]
+    assert knee["weights_only_batch"] == 10.0 and knee["bytes_per_weight"] == 4
+    assert knee["predicted_batch"] == first_compute_bound_batch(tiny_shape(), 24, 5.0)
     assert result["kv_bytes_per_user"] == 24 * 2 * 2 * 2 * 16 * 4  # tokens × K,V × layers × kv heads × hd × 4
     json.dumps(result, allow_nan=False)
 
@@ -247,7 +268,10 @@ def test_projected_knees_are_labelled_and_name_their_projection(measured):
     knees = measured[0]["projected_knees"]
     h100 = next(k for k in knees if k["device"] == "h100-sxm" and k["dtype"] == "fp16")
     assert h100["projected"] is True and h100["id"] == f"{h100['model']}/h100-sxm/fp16"
-    assert 100 < h100["predicted_batch"] < 1000  # hundreds of users, by spec sheet
+    assert 100 < h100["weights_only_batch"] < 1000  # hundreds of users, by spec sheet, the weights alone
+    # Each user's fp16 KV cache: at 4096 tokens Llama 3.1 8B never turns compute-bound on an H100
+    by_context = {row["context"]: row for row in h100["by_context"]}
+    assert by_context[4096]["predicted_batch"] is None and by_context[4096]["intensity_limit"] < h100["ridge"]
 
 
 def test_chunked_rows_compare_one_mixed_step_with_separate_passes(measured):

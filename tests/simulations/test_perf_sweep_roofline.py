@@ -5,6 +5,7 @@ No wall-clock assertions: timings are only checked to be positive and consistent
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from simulations import roofline as rf
@@ -12,8 +13,7 @@ from simulations import sweep as sw
 from simulations.errors import PromptError
 from simulations.loader import load_model
 
-FAKE_PEAKS = {"peak_gflops": 100.0, "peak_gbps": 20.0, "copy_gbps": 18.0, "gemv_gbps": 20.0,
-              "peak_gbps_from": "gemv", "method": "fixed numbers for tests"}
+FAKE_PEAKS = {"peak_gflops": 100.0, "peak_gbps": 20.0, "method": "fixed numbers for tests"}
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +97,17 @@ def test_roofline_has_the_contract_keys_and_points_per_prompt_length(tiny) -> No
     assert next(p for p in out["points"] if p["prompt_tokens"] == 32)["prefill"] == out["prefill"]
 
 
-def test_measure_peaks_reports_positive_ceilings_and_which_bandwidth_is_the_peak() -> None:
+def test_measure_peaks_reads_a_buffer_far_beyond_the_last_level_cache_and_says_so(monkeypatch) -> None:
+    monkeypatch.setattr(rf, "STREAM_BYTES", 64 * 2**20)  # the test's own size; the cache rule still applies
     peaks = rf.measure_peaks(repeats=1)
-    assert peaks["peak_gflops"] > 0
-    assert peaks["peak_gbps"] == max(peaks["copy_gbps"], peaks["gemv_gbps"])
-    assert peaks["peak_gbps_from"] in ("copy", "gemv")
+    assert peaks["peak_gflops"] > 0 and peaks["peak_gbps"] > 0
+    cache = rf.last_level_cache_bytes()
+    assert peaks["stream_bytes"] >= 8 * (cache or 0) and peaks["stream_bytes"] >= 64 * 2**20
+    assert f"{peaks['stream_bytes'] // 2**20} MiB" in peaks["method"] and "read-only" in peaks["method"]
+
+
+def test_the_read_stream_reads_every_value() -> None:
+    from simulations import kernels
+
+    values = np.arange(1, 1001, dtype=np.float32)
+    assert kernels.read_everything(values) == pytest.approx(500500, rel=1e-6)

@@ -1,0 +1,228 @@
+"""Decode's two hot spots, compiled with numba: what an inference engine's CPU kernels do, beside the model.
+
+`model.py` stays the readable numpy definition and calls these behind its own functions:
+
+- `rows_times_weight` (from `model.linear`): y = x @ W.T for a few rows — a decode step of up to
+  MAX_KERNEL_ROWS users, or the LM head. Each weight is read from memory once for all the rows. numpy's
+  BLAS packs the whole matrix into a buffer on every product of a few rows, so its step of 8 users cost
+  2-7 times one user's though the weights are read once either way (benchmarks/README.md).
+- `one_token_attention` (from `model.transformer_block`): one new token per sequence attends over its
+  KV cache. Each cached key and value row is read once for all the query heads that share it
+  (grouped-query attention), in parallel over sequences × KV heads × parts of the context, each part's
+  softmax combined by its running maximum (a numerically stable "flash-decoding" split).
+
+PD_KERNELS=numpy selects the pure numpy path instead: the reference every kernel is tested against, and
+what `machine_info()` names on every trace and page. Compiled code is cached in the per-user cache
+directory (`numba/` in it), so only the first build on a machine compiles.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from .paths import cache_dir
+
+# Set before numba is imported: its cache goes to the per-user cache, never into the source tree.
+os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir() / "numba"))
+# OpenMP first: a parallel region starts in about 3 µs against 30-40 µs for numba's own workqueue
+# here, and a decode step starts about 200 of them. OpenMP also accepts calls from several threads.
+os.environ.setdefault("NUMBA_THREADING_LAYER_PRIORITY", "omp tbb workqueue")
+# Idle OpenMP threads sleep instead of spinning: on a shared machine a spinning team lost whole time slices
+# (a 0.2 ms attention call took 30-50 ms here under load), and it would compete with BLAS's threads in prefill.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+import numba  # noqa: E402 -- configured above
+from numba import njit, prange  # noqa: E402
+
+PATHS = ("numba", "numpy")
+# Above this many rows the BLAS product wins: chosen from benchmarks/bench_kernels.py's crossover on the
+# build machine (see benchmarks/README.md), where the kernel stays ahead of OpenBLAS up to 64 rows.
+MAX_KERNEL_ROWS = 64
+# fastmath without "ninf"/"nnan": reductions may be reordered and fused (vectorised), infinities stay exact.
+FAST = {"reassoc", "contract", "arcp", "nsz"}
+F32 = np.float32
+
+
+def selected_path() -> str:
+    """"numba" (the default) or "numpy", from $PD_KERNELS; read at each call, so a test can switch it."""
+    path = os.environ.get("PD_KERNELS", "numba") or "numba"
+    if path not in PATHS:
+        raise ValueError(f"PD_KERNELS={path!r}: allowed values are {', '.join(PATHS)}")
+    return path
+
+
+def enabled() -> bool:
+    return selected_path() == "numba"
+
+
+def describe() -> str:
+    """The path that measured a figure, as traces and pages name it."""
+    if not enabled():
+        return "numpy"
+    return f"numba {numba.__version__} ({numba.config.NUMBA_NUM_THREADS} threads)"
+
+
+# --- a few rows times a weight matrix --------------------------------------------------------------
+
+def rows_times_weight(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """x @ W.T for x (rows, in) and a row-major W (out, in): every weight read once for all the rows."""
+    y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
+    _rows_times_weight(np.ascontiguousarray(x), w, y)
+    return y
+
+
+def streams(x: np.ndarray, w: np.ndarray) -> bool:
+    """Whether `linear` hands x @ W.T to the kernel: few enough rows, float32, W row-major."""
+    return (x.shape[0] <= MAX_KERNEL_ROWS and w.flags.c_contiguous and w.dtype == F32 and x.dtype == F32
+            and enabled())
+
+
+@njit(parallel=True, fastmath=FAST, cache=True)
+def _rows_times_weight(x, w, y):  # pragma: no cover -- compiled; tested through rows_times_weight
+    # Four weight rows at a time (parallel over groups of them: each core streams its own band of W), each
+    # multiplied by two input rows at a time: eight sums in registers per pass over the input dimension,
+    # so a core does eight multiply-adds for every six loads and reaches BLAS's speed per core.
+    # The four rows stay in the L1 cache while every input row passes, so memory delivers W once.
+    rows, n_in = x.shape
+    n_out = w.shape[0]
+    for group in prange((n_out + 3) // 4):
+        o = 4 * np.int64(group)
+        if o + 4 > n_out:  # the last rows, when `out` is not a multiple of four
+            for r in range(o, n_out):
+                for b in range(rows):
+                    s = F32(0)
+                    for k in range(n_in):
+                        s += w[r, k] * x[b, k]
+                    y[b, r] = s
+            continue
+        b = 0
+        while b + 2 <= rows:
+            s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = F32(0)
+            for k in range(n_in):
+                w0, w1, w2, w3, x0, x1 = w[o, k], w[o + 1, k], w[o + 2, k], w[o + 3, k], x[b, k], x[b + 1, k]
+                s00 += w0 * x0
+                s01 += w1 * x0
+                s02 += w2 * x0
+                s03 += w3 * x0
+                s10 += w0 * x1
+                s11 += w1 * x1
+                s12 += w2 * x1
+                s13 += w3 * x1
+            y[b, o], y[b, o + 1], y[b, o + 2], y[b, o + 3] = s00, s01, s02, s03
+            y[b + 1, o], y[b + 1, o + 1], y[b + 1, o + 2], y[b + 1, o + 3] = s10, s11, s12, s13
+            b += 2
+        if b < rows:  # an odd row
+            s0 = s1 = s2 = s3 = F32(0)
+            for k in range(n_in):
+                x0 = x[b, k]
+                s0 += w[o, k] * x0
+                s1 += w[o + 1, k] * x0
+                s2 += w[o + 2, k] * x0
+                s3 += w[o + 3, k] * x0
+            y[b, o], y[b, o + 1], y[b, o + 2], y[b, o + 3] = s0, s1, s2, s3
+
+
+# --- one new token attending over its cache, for several sequences --------------------------------
+
+TOKENS_PER_PART = 256  # the shortest part of a context one core attends over on its own
+
+
+def one_token_attention(q: np.ndarray, keys: np.ndarray, values: np.ndarray, layer: int, first_slot: int,
+                        lengths: np.ndarray) -> np.ndarray:
+    """Attention of one new token per sequence over its KV cache; returns (n, heads * hd).
+
+    q: (n, heads, hd). keys, values: a cache block (layers, slots, kv_heads, max_tokens, hd) whose slots
+    first_slot .. first_slot + n - 1 hold the n sequences; sequence i's first lengths[i] rows (its new
+    token's included) are attended. Equals model.decode_attention on the same rows.
+    """
+    n, heads, hd = q.shape
+    kv_heads = keys.shape[2]
+    # Enough parts per (sequence, KV head) to give every core several, none shorter than TOKENS_PER_PART.
+    wanted = -(-4 * numba.get_num_threads() // (n * kv_heads))
+    parts = max(1, min(wanted, -(-int(lengths.max()) // TOKENS_PER_PART)))
+    out = np.empty((n, heads, hd), dtype=F32)
+    _one_token_attention(np.ascontiguousarray(q, dtype=F32), keys, values, layer, first_slot,
+                         np.asarray(lengths, dtype=np.int64), parts, F32(1 / math.sqrt(hd)), out)
+    return out.reshape(n, heads * hd)
+
+
+@njit(parallel=True, fastmath=FAST, cache=True)
+def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, scale, out):  # pragma: no cover
+    n, heads, hd = q.shape
+    kv_heads = keys.shape[2]
+    rep = heads // kv_heads  # query heads per KV head
+    jobs = n * kv_heads * parts
+    part_max = np.empty((jobs, rep), dtype=np.float32)
+    part_sum = np.zeros((jobs, rep), dtype=np.float32)
+    part_out = np.zeros((jobs, rep, hd), dtype=np.float32)
+    for job_index in prange(jobs):
+        job = np.int64(job_index)  # prange's index may be unsigned, and unsigned // signed is a float in numba
+        seq, rest = divmod(job, kv_heads * parts)
+        group, part = divmod(rest, parts)
+        slot, length = first_slot + seq, lengths[seq]
+        per_part = -(-length // parts)
+        start, stop = part * per_part, min(length, (part + 1) * per_part)
+        if start >= stop:
+            part_max[job, :] = 0
+            continue  # nothing left for this part: its sum stays 0, so it weighs nothing below
+        k, v = keys[layer, slot, group], values[layer, slot, group]  # (max_tokens, hd)
+        scores = np.empty((rep, stop - start), dtype=np.float32)
+        for j in range(start, stop):  # each key row read once, for every query head that shares it
+            for r in range(rep):
+                s = np.float32(0)
+                for d in range(hd):
+                    s += q[seq, group * rep + r, d] * k[j, d]
+                scores[r, j - start] = s * scale
+        for r in range(rep):
+            top = scores[r, 0]
+            for j in range(1, stop - start):
+                top = max(top, scores[r, j])
+            total = np.float32(0)
+            for j in range(stop - start):
+                e = np.exp(scores[r, j] - top)
+                scores[r, j] = e
+                total += e
+            part_max[job, r], part_sum[job, r] = top, total
+        for j in range(start, stop):  # each value row read once, likewise
+            for r in range(rep):
+                weight = scores[r, j - start]
+                for d in range(hd):
+                    part_out[job, r, d] += weight * v[j, d]
+    for head_index in prange(n * heads):  # combine the parts: rescale each by exp(its max - the overall max)
+        seq, head = divmod(np.int64(head_index), heads)
+        group, r = divmod(head, rep)
+        first = (seq * kv_heads + group) * parts
+        top = part_max[first, r]  # the first part is never empty: every sequence has a token
+        for p in range(first + 1, first + parts):
+            if part_sum[p, r] > 0:
+                top = max(top, part_max[p, r])
+        total = np.float32(0)
+        for d in range(hd):
+            out[seq, head, d] = 0
+        for p in range(first, first + parts):
+            if part_sum[p, r] > 0:
+                factor = np.exp(part_max[p, r] - top)
+                total += factor * part_sum[p, r]
+                for d in range(hd):
+                    out[seq, head, d] += factor * part_out[p, r, d]
+        for d in range(hd):
+            out[seq, head, d] /= total
+
+
+# --- the bandwidth ceiling --------------------------------------------------------------------------
+
+def read_everything(buffer: np.ndarray) -> float:
+    """Sum of a float32 buffer, read once by every core in parallel: the roofline's bandwidth microbenchmark
+    (a read-only stream, as a decode step's weights are)."""
+    return float(_read_everything(buffer.reshape(-1)))
+
+
+@njit(parallel=True, fastmath=FAST, cache=True)
+def _read_everything(values):  # pragma: no cover -- compiled
+    total = np.float32(0)
+    for i in prange(values.shape[0]):  # numba gives each core one contiguous share and adds up the sums
+        total += values[i]
+    return total

@@ -1,0 +1,143 @@
+"""The compiled decode kernels compute what the numpy model defines (PD_KERNELS=numpy is the reference)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import simulations.model as M
+from simulations import kernels
+from simulations.generate import generate
+from simulations.loader import load_model
+from simulations.model import KVCache, decode_attention, decode_batch, prefill
+
+RELATIVE = 2e-5  # float32: the kernels sum in another order (vectorised, in parts) than BLAS
+
+
+def close(got: np.ndarray, want: np.ndarray) -> None:
+    scale = float(np.abs(want).max()) or 1.0
+    np.testing.assert_allclose(got, want, rtol=0, atol=RELATIVE * scale * np.sqrt(want.shape[-1]))
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_model("tiny")
+
+
+@pytest.fixture(autouse=True)
+def kernel_path(monkeypatch):
+    """These tests compare the kernels with numpy whatever PD_KERNELS the suite runs under."""
+    monkeypatch.setenv("PD_KERNELS", "numba")
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 8, 17, 64])
+@pytest.mark.parametrize(("n_out", "n_in"), [(960, 576), (7, 13), (1031, 577), (4, 1)])
+def test_rows_times_weight_equals_numpy(rows, n_out, n_in):
+    rng = np.random.default_rng(rows * 1000 + n_out)
+    x = rng.standard_normal((rows, n_in), dtype=np.float32)
+    w = rng.standard_normal((n_out, n_in), dtype=np.float32)
+    got = kernels.rows_times_weight(x, w)
+    assert got.dtype == np.float32 and got.shape == (rows, n_out)
+    close(got, x @ w.T)
+
+
+def test_rows_times_weight_reads_a_read_only_memory_map(tmp_path):
+    """The model's weights are memory-mapped read-only files."""
+    w = np.random.default_rng(0).standard_normal((33, 20), dtype=np.float32)
+    np.save(tmp_path / "w.npy", w)
+    mapped = np.load(tmp_path / "w.npy", mmap_mode="r").view(np.ndarray)
+    x = np.ones((3, 20), dtype=np.float32)
+    close(kernels.rows_times_weight(x, mapped), x @ w.T)
+
+
+def test_linear_uses_the_kernel_for_few_rows_and_blas_above(monkeypatch):
+    calls = []
+    real = kernels.rows_times_weight
+    monkeypatch.setattr(kernels, "rows_times_weight", lambda x, w: calls.append(x.shape[0]) or real(x, w))
+    w = np.ones((8, 4), dtype=np.float32)
+    M.linear(np.ones((kernels.MAX_KERNEL_ROWS, 4), dtype=np.float32), w)
+    M.linear(np.ones((kernels.MAX_KERNEL_ROWS + 1, 4), dtype=np.float32), w)
+    monkeypatch.setenv("PD_KERNELS", "numpy")
+    M.linear(np.ones((1, 4), dtype=np.float32), w)
+    assert calls == [kernels.MAX_KERNEL_ROWS]
+
+
+def test_an_unknown_kernel_setting_names_the_allowed_values(monkeypatch):
+    monkeypatch.setenv("PD_KERNELS", "cuda")
+    with pytest.raises(ValueError, match="PD_KERNELS='cuda'.*numba, numpy"):
+        kernels.enabled()
+
+
+@pytest.mark.parametrize(("sequences", "context"), [(1, 1), (1, 2), (1, 255), (1, 257), (1, 4096), (3, 100),
+                                                    (8, 513), (64, 512)])
+def test_one_token_attention_equals_numpy(sequences, context):
+    rng = np.random.default_rng(sequences * 7 + context)
+    layers, kv_heads, heads, hd, spare = 2, 3, 9, 64, 5
+    shape = (layers, sequences + 2, kv_heads, context + spare, hd)
+    keys, values = rng.standard_normal(shape, dtype=np.float32), rng.standard_normal(shape, dtype=np.float32)
+    keys[..., context:, :] = np.nan  # rows past every sequence's length must not be read
+    q = 4 * rng.standard_normal((sequences, heads, hd), dtype=np.float32)  # sharp softmax: the max matters
+    lengths = rng.integers(1, context + 1, sequences)
+    lengths[0] = context
+    got = kernels.one_token_attention(q, keys, values, 1, 2, lengths)
+    end = int(lengths.max())
+    want = decode_attention(q, np.nan_to_num(keys[1, 2:2 + sequences, :, :end]), values[1, 2:2 + sequences, :, :end],
+                            lengths)
+    assert np.isfinite(got).all()
+    close(got, want)
+
+
+def test_decode_steps_with_kernels_equal_the_numpy_path(tiny, monkeypatch):
+    config, weights = tiny.config, tiny.weights
+    ids = np.random.default_rng(3).integers(3, 259, 40)
+
+    def logits_of_every_step() -> np.ndarray:
+        cache = KVCache.empty(config, len(ids))
+        prefill(weights, config, ids[:9], cache)
+        return np.stack([M.decode_step(weights, config, int(t), cache) for t in ids[9:]])
+
+    with_kernels = logits_of_every_step()
+    monkeypatch.setenv("PD_KERNELS", "numpy")
+    close(with_kernels, logits_of_every_step())
+
+
+def test_batched_decode_with_kernels_equals_the_numpy_path(tiny, monkeypatch):
+    config, weights = tiny.config, tiny.weights
+    rng = np.random.default_rng(4)
+
+    def step(users: int) -> np.ndarray:
+        caches = KVCache.batch(config, users, 40)
+        for user, cache in enumerate(caches):
+            prefill(weights, config, rng.integers(3, 259, 5 + 3 * user), cache)  # unequal lengths
+        return decode_batch(weights, config, list(range(3, 3 + users)), caches)
+
+    for users in (1, 2, 7):
+        rng = np.random.default_rng(users)
+        with_kernels = step(users)
+        monkeypatch.setenv("PD_KERNELS", "numpy")
+        rng = np.random.default_rng(users)
+        close(with_kernels, step(users))
+        monkeypatch.setenv("PD_KERNELS", "numba")
+
+
+def greedy_tokens(model, prompt_text: str, steps: int) -> list[int]:
+    prompt = model.tokenizer.encode(model.tokenizer.render_chat(prompt_text).text)
+    return [step.token for step in generate(model, prompt, max_new_tokens=steps, stop_at_eos=False)]
+
+
+def test_generation_with_kernels_gives_the_numpy_paths_tokens_on_the_tiny_model(tiny, monkeypatch):
+    with_kernels = greedy_tokens(tiny, "Explain quantum computing in three sentences.", 24)
+    monkeypatch.setenv("PD_KERNELS", "numpy")
+    assert greedy_tokens(tiny, "Explain quantum computing in three sentences.", 24) == with_kernels
+
+
+CHAPTER_PROMPTS = ("Explain quantum computing in three sentences.", "请用三句话介绍量子计算")
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("prompt", CHAPTER_PROMPTS)
+def test_generation_with_kernels_gives_the_numpy_paths_tokens_on_smollm2(prompt, monkeypatch):
+    model = load_model("smollm2-135m")
+    with_kernels = greedy_tokens(model, prompt, 48)
+    monkeypatch.setenv("PD_KERNELS", "numpy")
+    assert greedy_tokens(model, prompt, 48) == with_kernels
