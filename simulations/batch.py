@@ -40,7 +40,7 @@ from .cost import (
 )
 from .loader import LoadedModel
 from .model import KVCache, decode_batch, mixed_step, prefill
-from .projections import projected_knees
+from .projections import KNEE_CONTEXTS, projected_knees
 from .roofline import measure_peaks, median_seconds
 from .serving import (
     DECODE_STEPS_AFTER_FIRST_TOKEN,
@@ -70,7 +70,8 @@ def _utilization(flops: float, nbytes: float, ms: float, machine: dict[str, floa
 
 
 def batched_decode_rows(model: LoadedModel, caches: list[KVCache], batch_sizes: Sequence[int], context: int,
-                        repeats: int, machine: dict[str, float], report: Callable[[str, float], None]) -> list[dict]:
+                        repeats: int, machine: dict[str, float], report: Callable[[str, float], None],
+                        one_user_ms: float | None = None) -> list[dict]:
     """Median step time of decode_batch for each batch size, every user's cache at `context` tokens.
 
     The sizes are timed in rounds, one step of every size per round (the first round a warm-up), so
@@ -96,6 +97,8 @@ def batched_decode_rows(model: LoadedModel, caches: list[KVCache], batch_sizes: 
     rows = []
     for batch in batch_sizes:
         step_ms = 1000 * statistics.median(seconds[batch])
+        if batch == 1 and one_user_ms is not None:
+            step_ms = one_user_ms  # the same step measured once for the whole site (`measure`)
         cost = batch_cost(shape, [(1, context)] * batch)
         rows.append({
             "batch": batch,
@@ -187,9 +190,13 @@ def measure(
     chunk_decode_rows: int = 1,
     repeats: int = 5,
     peaks: dict[str, Any] | None = None,
+    one_user_ms: float | None = None,
     progress: Progress = None,
 ) -> dict[str, Any]:
     """Batched decode, the knee, chunked prefill and the two-users timeline, measured on `model`.
+
+    `one_user_ms`: one user's decode step at `context_tokens`, measured already (the sweep's, which the
+    decode chapters quote): the B = 1 row takes it, so the site has one figure for one measurement.
 
     Returns the JSON-ready dict of schema prefill-decode-batch/2 (simulations/README.md). `peaks` are
     `roofline.measure_peaks()`'s result, measured here unless given.
@@ -209,7 +216,8 @@ def measure(
 
     stage(0.0, 0.1)(f"prefilling {min(DISTINCT_PROMPTS, max(batch_sizes))} users' {context_tokens}-token prompts", 1)
     caches = prefilled_caches(model, max(max(batch_sizes), chunk_decode_rows), context_tokens, repeats + 2)
-    rows = batched_decode_rows(model, caches, batch_sizes, context_tokens, repeats, machine, stage(0.1, 0.4))
+    rows = batched_decode_rows(model, caches, batch_sizes, context_tokens, repeats, machine, stage(0.1, 0.4),
+                               one_user_ms)
     chunked = chunked_rows(model, caches[:chunk_decode_rows], context_tokens, chunk_sizes, max(1, repeats // 2),
                            stage(0.5, 0.25))
     del caches  # the two-users timeline needs the memory more
@@ -228,7 +236,7 @@ def measure(
                  "weights_only_batch": weights_only_knee(machine["ridge"], FLOAT32_BYTES),
                  "intensity_limit": batch_intensity_limit(shape, context_tokens),
                  "bytes_per_weight": FLOAT32_BYTES, "slowdown": KNEE_SLOWDOWN},
-        "projected_knees": projected_knees(),
+        "projected_knees": projected_knees(tuple(sorted({context_tokens, *KNEE_CONTEXTS}))),
         "chunked": chunked,
         "two_users": timeline,
         "method": (

@@ -9,6 +9,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .kernels import describe
+
 
 def _cpu_model() -> str:
     try:
@@ -36,12 +38,14 @@ def _blas() -> str:
 
 
 def machine_info() -> dict:
-    """{"cpu","cores","numpy","blas","python","date"} — date is today's UTC date, ISO format."""
+    """{"cpu","cores","numpy","blas","kernels","python","date"} — date is today's UTC date, ISO format; kernels is
+    the path decode ran on (`kernels.describe()`)."""
     return {
         "cpu": _cpu_model(),
         "cores": available_cores(),
         "numpy": np.__version__,
         "blas": _blas(),
+        "kernels": describe(),
         "python": platform.python_version(),
         "date": _dt.datetime.now(_dt.UTC).date().isoformat(),
     }

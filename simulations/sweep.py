@@ -66,9 +66,10 @@ def timed_runs(model: LoadedModel, n_tokens: int, decode_steps: int, repeats: in
             for _ in range(repeats_for(n_tokens, repeats))]
 
 
-def prompt_length_point(model: LoadedModel, n_tokens: int, decode_steps: int, repeats: int) -> dict[str, Any]:
-    """TTFT and decode speed at one prompt length, as medians over repeated runs."""
-    runs = timed_runs(model, n_tokens, decode_steps, repeats)
+def prompt_length_point(model: LoadedModel, n_tokens: int, decode_steps: int, repeats: int,
+                        runs: list[list[Step]] | None = None) -> dict[str, Any]:
+    """TTFT and decode speed at one prompt length, as medians over repeated runs (`runs`, timed here if None)."""
+    runs = runs or timed_runs(model, n_tokens, decode_steps, repeats)
     ttft_ms = statistics.median(run[0].ms for run in runs)
     decode_ms = statistics.median(statistics.median(s.ms for s in run[1:]) for run in runs) if decode_steps else None
     return {
@@ -84,15 +85,19 @@ def prompt_length_point(model: LoadedModel, n_tokens: int, decode_steps: int, re
     }
 
 
-def cache_vs_recompute_point(model: LoadedModel, context: int, decode_steps: int) -> dict[str, Any]:
-    """Decode ms/token at `context` with the KV cache and by recomputing everything, plus their tokens."""
-    cached = timed_runs(model, context, decode_steps, 1)[0]
+def cache_vs_recompute_point(model: LoadedModel, context: int, decode_steps: int,
+                             cached_runs: list[list[Step]] | None = None) -> dict[str, Any]:
+    """Decode ms/token at `context` with the KV cache and by recomputing everything, plus their tokens.
+    `cached_runs`: runs at this prompt length already timed (the sweep's own), so that one context has one
+    cached figure wherever it is quoted (`prompt_length_point`'s median of the runs' medians)."""
+    cached_runs = cached_runs or timed_runs(model, context, decode_steps, 1)
+    cached = cached_runs[0]
     # The cached run's step i consumes token i and yields token i+1; recompute the same steps from
     # the prompt plus the prefill's first token, without a KV cache (the whole sequence each time).
     n_recompute = max(1, min(decode_steps, RECOMPUTE_TOKEN_BUDGET // context))
     recomputed = list(generate(model, [*cached[0].token_ids, cached[0].token], max_new_tokens=n_recompute,
                                stop_at_eos=False, recompute=True))
-    cached_ms = statistics.median(step.ms for step in cached[1:])
+    cached_ms = statistics.median(statistics.median(step.ms for step in run[1:]) for run in cached_runs)
     recompute_ms = statistics.median(step.ms for step in recomputed)
     cached_tokens, recomputed_tokens = [step.token for step in cached[1:]], [step.token for step in recomputed]
     return {
@@ -130,14 +135,17 @@ def sweep(model: LoadedModel, prompt_lengths: Sequence[int] = (128, 512, 2048, 4
     # Untimed warm-up: page in memory-mapped weights and start BLAS threads before the first timing.
     timed_runs(model, min(64, model.config.max_context - 3), 2, 1)
 
-    points = []
+    points, runs_at = [], {}
     for i, n in enumerate(prompt_lengths):
         report(f"prompt of {n} tokens: prefill + {decode_steps} decode steps", i / total)
-        points.append(prompt_length_point(model, n, decode_steps, repeats))
+        runs_at[n] = timed_runs(model, n, decode_steps, repeats)
+        points.append(prompt_length_point(model, n, decode_steps, repeats, runs_at[n]))
     comparisons = []
     for j, context in enumerate(contexts):
         report(f"context {context}: KV cache vs recompute", (len(prompt_lengths) + j) / total)
-        comparisons.append(cache_vs_recompute_point(model, context, decode_steps))
+        # A context that is also a prompt length reuses that point's runs: one measurement, one number.
+        reused = runs_at.get(context) if decode_steps else None
+        comparisons.append(cache_vs_recompute_point(model, context, decode_steps, reused))
     report("sweep done", 1.0)
 
     return {

@@ -1,5 +1,5 @@
 """The batching chapter's figures in the prose (`{{ batch.… }}`, `{{ proj.knee@… }}`), from the batch
-measurement (simulations/batch.py, schema "prefill-decode-batch/1").
+measurement (simulations/batch.py, schema "prefill-decode-batch/2").
 
 Each name gives one `Figure` (raw number in base units, its text, its source), as every other figure
 name does; hooks/demos/inline_figures.py routes the names here.
@@ -54,6 +54,18 @@ def knee_text(result: dict[str, Any], lang: str) -> str:
     return f"{largest} 以上" if lang == "zh" else f"above {largest}"
 
 
+def never_text(lang: str) -> str:
+    """A predicted knee that no batch reaches, as the prose shows it."""
+    return "不会出现" if lang == "zh" else "never"
+
+
+def batch_count(value: float | None, lang: str, source: str) -> Figure:
+    """A predicted batch: +inf when none is ever compute-bound (every "knee > N" holds), its text "never"."""
+    if value is None:
+        return Figure(float("inf"), never_text(lang), source)
+    return Figure(float(value), fmt.count(value, lang), source)
+
+
 def figure(key: str, arg: str | None, result: dict[str, Any], lang: str) -> Figure:
     """The figure `batch.<key>[@arg]` of the batch measurement."""
 
@@ -73,7 +85,10 @@ def figure(key: str, arg: str | None, result: dict[str, Any], lang: str) -> Figu
         "knee_measured": lambda: Figure(float(knee["measured_batch"]) if knee["measured_batch"] is not None
                                         else float("inf"), knee_text(result, lang), "measured"),
         "knee_found": lambda: number(0 if knee["measured_batch"] is None else 1, fmt.count),
-        "knee_predicted": lambda: number(knee["predicted_batch"], fmt.count),
+        "knee_predicted": lambda: batch_count(knee["predicted_batch"], lang, "measured"),
+        "knee_predicted_found": lambda: number(0 if knee["predicted_batch"] is None else 1, fmt.count),
+        "knee_weights_only": lambda: number(knee["weights_only_batch"], fmt.count),
+        "intensity_limit": lambda: unit(knee["intensity_limit"], "FLOP/byte"),
         "kv_mb_per_user": lambda: number(result["kv_bytes_per_user"], fmt.nbytes),  # a tiny model's is KB
         "weight_mb": lambda: number(rows[0]["weight_bytes"], fmt.nbytes),
         "kv_users_to_match_weights": lambda: number(kv_users_to_match_weights(result), fmt.count),
@@ -101,14 +116,27 @@ def figure(key: str, arg: str | None, result: dict[str, Any], lang: str) -> Figu
         "intensity": lambda: unit(row["intensity"], "FLOP/byte"),
         "compute_util": lambda: number(row["compute_utilization"], fmt.percent),
         "bandwidth_util": lambda: number(row["bandwidth_utilization"], fmt.percent),
+        "floor_ms": lambda: number(row["floor_ms"], fmt.ms),
+        "floor_ratio": lambda: number(row["step_ms"] / row["floor_ms"], fmt.times),
     }[key]()
 
 
-def projected_knee(pid: str | None, result: dict[str, Any], lang: str) -> Figure:
-    """`proj.knee@MODEL/DEVICE/DTYPE`: the batch at which decode would turn compute-bound on that device
-    (its spec ridge × bytes per weight ÷ 2): a bound, projected."""
+def projected_knee(key: str, arg: str | None, result: dict[str, Any], lang: str) -> Figure:
+    """`proj.knee@MODEL/DEVICE/DTYPE`: the batch at which decode would turn compute-bound on that device if the
+    weights were all it read (spec ridge × bytes per weight ÷ 2); `proj.knee_at@…/N`: the same with every
+    user's KV cache of N tokens counted (+inf, "never", when no batch reaches the ridge); `proj.knee_limit@…/N`:
+    the FLOPs per byte a step approaches as users are added. Projected, from spec sheets."""
     knees = {row["id"]: row for row in result.get("projected_knees", [])}
+    pid, context = (arg, None) if key == "knee" else (arg or "").rpartition("/")[::2]
     if pid not in knees:
         raise LookupError(f"no projected knee for {pid!r} (known: {', '.join(sorted(knees)) or 'none'})")
-    value = knees[pid]["predicted_batch"]
-    return Figure(float(value), fmt.count(value, lang), "projected")
+    if key == "knee":
+        value = knees[pid]["weights_only_batch"]
+        return Figure(float(value), fmt.count(value, lang), "projected")
+    at = {str(row["context"]): row for row in knees[pid]["by_context"]}
+    if context not in at:
+        raise LookupError(f"no projected knee for {pid} at {context!r} tokens (known: {', '.join(at)})")
+    if key == "knee_limit":
+        return Figure(float(at[context]["intensity_limit"]),
+                      fmt.with_unit(at[context]["intensity_limit"], "FLOP/byte", lang), "projected")
+    return batch_count(at[context]["predicted_batch"], lang, "projected")

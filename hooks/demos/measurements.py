@@ -18,6 +18,7 @@ from mkdocs.plugins import get_plugin_logger
 
 from hooks.demos.cache import ResultCache
 from hooks.demos.simulator import NumpySimulator, Progress
+from simulations import kernels
 
 log = get_plugin_logger(__name__)
 
@@ -101,7 +102,7 @@ class Measurements:
     def _cached(self, what: str, label: str, compute: Any, *, model: bool = True, **inputs: Any) -> Any:
         """The result of `compute`, keyed by what it is, its inputs, the simulation code and (unless it does
         not depend on it) the model."""
-        parts = {"what": what, "inputs": inputs, "simulation_code": self.code_hash}
+        parts = {"what": what, "inputs": inputs, "simulation_code": self.code_hash, "kernels": kernels.selected_path()}
         if model:
             parts["model"] = self.simulator.fingerprint
         return self.cache.get_or_compute(parts, compute, label=label)
@@ -135,18 +136,21 @@ class Measurements:
             prompt_tokens=REFERENCE_PROMPT_TOKENS, settings=asdict(s))
 
     def batch(self) -> dict[str, Any]:
-        """Batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/1).
+        """Batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/2).
         The machine's peaks are the roofline's, so the batching chapter's ridge point is the bottleneck's."""
         s, sizes = self.settings, self.batch_sizes
         machine = self.roofline()["machine"]
         peaks = {"peak_gflops": machine["peak_gflops"], "peak_gbps": machine["peak_gbps"]}
+        # One user at the batch's context is the sweep's point, which the decode chapters quote: one figure.
+        one_user_ms = next((p["decode_ms_per_token"] for p in self.sweep()["prompt_lengths"]
+                            if p["prompt_tokens"] == sizes.context_tokens), None)
         label = (f"batched decode at B = {list(sizes.batch_sizes)}, chunked prefill ({s.name}) "
                  f"on {self.simulator.model_name}")
         return self._cached(
             "batch", label,
-            lambda: self.simulator.batch(**asdict(sizes), repeats=s.repeats, peaks=peaks,
+            lambda: self.simulator.batch(**asdict(sizes), repeats=s.repeats, peaks=peaks, one_user_ms=one_user_ms,
                                          progress=progress_logger("batch")),
-            **asdict(sizes), repeats=s.repeats, peaks=peaks)
+            **asdict(sizes), repeats=s.repeats, peaks=peaks, one_user_ms=one_user_ms)
 
     def projections(self, prompt_lengths: tuple[int, ...] | list[int] = DEFAULT_PROMPT_LENGTHS) -> dict[str, Any]:
         lengths = list(prompt_lengths)

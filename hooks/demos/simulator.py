@@ -82,5 +82,5 @@ class NumpySimulator:
 
     def batch(self, **settings: Any) -> dict[str, Any]:
         """simulations.batch.measure on the loaded model (a BatchSizes' fields, repeats, peaks, progress):
-        batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/1)."""
+        batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/2)."""
         return batch.measure(self.model, **settings)

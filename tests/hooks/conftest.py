@@ -64,8 +64,8 @@ class CountingSimulator(NumpySimulator):
 
 
 def fake_batch(*, batch_sizes: list[int], context_tokens: int, chunk_sizes: list[int],
-               two_users_prompt_tokens: int, two_users_chunk_tokens: int) -> dict[str, Any]:
-    """A hand-made result of the batch measurement's contract ("prefill-decode-batch/1"): flat step time
+               two_users_prompt_tokens: int, two_users_chunk_tokens: int, one_user_ms: float | None = None) -> dict[str, Any]:
+    """A hand-made result of the batch measurement's contract ("prefill-decode-batch/2"): flat step time
     up to B = 8, then growing with B (a knee at 16), and a stall that chunking cuts."""
     peak_flops, bandwidth, weight_bytes, kv_per_user = 200e9, 25e9, 500e6, 12e6
     rows = []
@@ -74,7 +74,8 @@ def fake_batch(*, batch_sizes: list[int], context_tokens: int, chunk_sizes: list
         flops, nbytes = 2 * 125e6 * b, weight_bytes + b * kv_per_user
         rows.append({"batch": b, "step_ms": step_ms, "tokens_per_s": 1000 * b / step_ms, "ms_per_token": step_ms,
                      "flops": flops, "bytes": nbytes, "intensity": flops / nbytes, "weight_bytes": weight_bytes,
-                     "kv_bytes": b * kv_per_user, "compute_utilization": flops / (step_ms / 1000) / peak_flops,
+                     "kv_bytes": b * kv_per_user, "floor_ms": 1000 * max(flops / peak_flops, nbytes / bandwidth),
+                     "compute_utilization": flops / (step_ms / 1000) / peak_flops,
                      "bandwidth_utilization": min(1.0, nbytes / (step_ms / 1000) / bandwidth)})
     chunk = two_users_chunk_tokens
 
@@ -87,12 +88,16 @@ def fake_batch(*, batch_sizes: list[int], context_tokens: int, chunk_sizes: list
         return found
 
     return {
-        "schema": "prefill-decode-batch/1", "model": "tiny-random", "context_tokens": context_tokens,
+        "schema": "prefill-decode-batch/2", "model": "tiny-random", "context_tokens": context_tokens,
         "machine": {"peak_flops": peak_flops, "bandwidth": bandwidth, "ridge": peak_flops / bandwidth},
         "batch_sizes": rows, "kv_bytes_per_user": kv_per_user,
-        "knee": {"measured_batch": 16 if 16 in batch_sizes else None, "predicted_batch": 16.0, "bytes_per_weight": 4},
+        "kernels": "numba 0.68.1 (2 threads)",
+        "knee": {"measured_batch": 16 if 16 in batch_sizes else None, "predicted_batch": 32, "weights_only_batch": 16.0,
+                 "intensity_limit": 20.8, "bytes_per_weight": 4, "slowdown": 1.5},
         "projected_knees": [{"id": "llama-3.1-8b/h100-sxm/fp16", "model": "llama-3.1-8b", "device": "h100-sxm",
-                             "dtype": "fp16", "predicted_batch": 295.2}],
+                             "dtype": "fp16", "ridge": 295.2, "weights_only_batch": 295.2,
+                             "by_context": [{"context": context_tokens, "predicted_batch": None, "intensity_limit": 227.0},
+                                            {"context": 4096, "predicted_batch": None, "intensity_limit": 32.0}]}],
         "chunked": [{"decode_rows": 4, "chunk_tokens": c, "step_ms": 20.0 + c / 10, "separate_ms": 20.0 + c / 10 + (18 if c else 0)}
                     for c in chunk_sizes],
         "two_users": {"prompt_tokens": two_users_prompt_tokens, "chunk_tokens": chunk,

@@ -43,9 +43,22 @@ def test_throughput_grows_with_the_batch_while_each_users_wait_is_the_step_time(
 def test_the_knee_measured_beside_predicted_and_projected_for_a_gpu_as_a_bound(measurements):
     assert figure(measurements, "batch.knee_measured").text == "16"
     assert figure(measurements, "batch.knee_found").value == 1
-    assert figure(measurements, "batch.knee_predicted").text == "16"
+    assert figure(measurements, "batch.knee_predicted").text == "32"  # every user's KV cache counted
+    assert figure(measurements, "batch.knee_weights_only").text == "16"
+    assert figure(measurements, "batch.floor_ratio@16").value == pytest.approx(40.0 / (1000 * (500e6 + 16 * 12e6) / 25e9), rel=1e-3)
     knee = figure(measurements, f"proj.knee@{H100}", "zh")
     assert knee.text == "295" and knee.source == "projected"
+
+
+def test_a_knee_that_no_batch_reaches_reads_never_and_compares_as_beyond_any(measurements, monkeypatch):
+    at_4096 = figure(measurements, f"proj.knee_at@{H100}/4096", "zh")
+    assert at_4096.text == "不会出现" and at_4096.value == float("inf") and at_4096.source == "projected"
+    assert figure(measurements, f"proj.knee_at@{H100}/4096").text == "never"
+    assert figure(measurements, f"proj.knee_limit@{H100}/4096").value == 32.0
+    result = measurements.batch()
+    monkeypatch.setattr(measurements, "batch", lambda: {**result, "knee": {**result["knee"], "predicted_batch": None}})
+    assert figure(measurements, "batch.knee_predicted").text == "never"
+    assert figure(measurements, "batch.knee_predicted_found").value == 0
 
 
 def test_no_knee_in_range_reads_above_the_largest_batch_and_compares_as_beyond_it(measurements, monkeypatch):
@@ -108,7 +121,8 @@ def test_the_demo_json_carries_every_point_the_ceilings_and_the_two_users_clock(
     assert users["arrival_ms"] == 20.0  # the streaming user's token 20 ms before the arrival comes first
     unchunked = users["cases"][0]
     assert unchunked["stall"] == {"from_ms": 0.0, "to_ms": 420.0}  # its longest wait, on the same clock
-    assert batching["projected_knees"][0]["name"] == "Llama-3.1-8B · NVIDIA H100 SXM · FP16"
+    assert "Llama-3.1-8B · NVIDIA H100 SXM · FP16" in batching["projected_knees"][0]["name"]
+    assert batching["projected_knees"][0]["label"] == ("不会出现" if strings.lang == "zh" else "never")
     assert "Plotly" not in json.dumps(demo.data) and "updatemenus" not in json.dumps(demo.data)
 
 
@@ -126,7 +140,11 @@ def test_the_fallback_shows_both_tables_from_the_same_data(measurements, strings
     assert html.count("<table") == 2 and strings["batching.case_chunked"] in html
     assert "400 ms" in html and "30 ms" in html  # the stalls
     assert "160 ms" in html  # each user's wait at B = 64
-    assert strings.format("batching.knee_projected", name="Llama-3.1-8B · NVIDIA H100 SXM · FP16") in html
+    import html as markup
+
+    context = str(measurements.batch()["context_tokens"])
+    label = strings.format("batching.knee_projected", name="Llama-3.1-8B · NVIDIA H100 SXM · FP16", context=context)
+    assert label in markup.unescape(html)
 
 
 def test_a_projection_without_a_knee_is_an_authoring_mistake_at_its_line(measurements, strings, monkeypatch):
@@ -151,7 +169,7 @@ def test_the_real_measurement_of_the_tiny_model_gives_a_demo_that_follows_the_sc
     m = Measurements(MeasuringSimulator(), ResultCache(tmp_path / "cache", memo={}), "code-v1",
                      SWEEP_SETTINGS["quick"], batch_sizes_for("tiny"))
     result = m.batch()
-    assert result["schema"] == "prefill-decode-batch/1"
+    assert result["schema"] == "prefill-decode-batch/2"
     assert result["machine"]["ridge"] == pytest.approx(200.0 / 25.0)  # the roofline's peaks, not measured again
     demo = BUILDERS["batching"](batching_block(m), m, strings)
     schema = json.loads((REPO / "hooks/demos/demo.schema.json").read_text(encoding="utf-8"))

@@ -1,5 +1,5 @@
 """The `batching` demo: batched decode on this machine's roofline, and two users with and without
-chunked prefill, from the batch measurement (simulations/batch.py, schema "prefill-decode-batch/1").
+chunked prefill, from the batch measurement (simulations/batch.py, schema "prefill-decode-batch/2").
 
 The JSON's `batching` object (schema: hooks/demos/demo.schema.json, `$defs/batching_view`) carries every point, ceiling,
 label and the two users' recorded clock as the browser draws them; the static fallback renders two
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from hooks.demos import formatting as fmt
-from hooks.demos.batch_figures import knee_text, kv_users_to_match_weights
+from hooks.demos.batch_figures import batch_count, knee_text, kv_users_to_match_weights
 from hooks.demos.blocks import DemoBlock
 from hooks.demos.builders.common import Demo, base, fallback, measured_source, projected_source
 from hooks.demos.measurements import Measurements
@@ -75,8 +75,17 @@ def projected_knees(result: dict[str, Any], m: Measurements, block: DemoBlock,
         raise block.fail("projections", f"the batch measurement has no projected knee for {', '.join(missing)}",
                          ", ".join(sorted(knees)) or "none (simulations.batch projected no device)")
     rows = [row for pid in wanted if (row := projection_at(projections, pid, 4096))]
-    return ([{"name": projection_label(projections, pid), "predicted_batch": knees[pid]["predicted_batch"]}
-             for pid in wanted], rows)
+    context = result["context_tokens"]
+    labelled = []
+    for pid in wanted:
+        at = next((row for row in knees[pid]["by_context"] if row["context"] == context), None)
+        if at is None:
+            raise block.fail("projections", f"the batch measurement projects no knee at its own context ({context} "
+                             "tokens)", ", ".join(str(row["context"]) for row in knees[pid]["by_context"]))
+        labelled.append({"name": strings.format("batching.knee_projected", name=projection_label(projections, pid),
+                                                context=fmt.count(context, strings.lang)),
+                         "label": batch_count(at["predicted_batch"], strings.lang, "projected").text})
+    return labelled, rows
 
 
 def build(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
@@ -92,7 +101,8 @@ def build(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
         "machine": {"peak_gflops": machine["peak_flops"] / 1e9, "peak_gbps": machine["bandwidth"] / 1e9,
                     "ridge": machine["ridge"]},
         "points": points(result),
-        "knee": {"label": knee_text(result, lang), "predicted_batch": result["knee"]["predicted_batch"]},
+        "knee": {"label": knee_text(result, lang),
+                 "predicted": batch_count(result["knee"]["predicted_batch"], lang, "measured").text},
         "projected_knees": knees,
         "two_users": two_users(result, strings),
     }
@@ -101,9 +111,8 @@ def build(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
             (strings["batching.kv_per_user"], fmt.nbytes(result["kv_bytes_per_user"], lang)),
             (strings["batching.users_to_match_weights"], fmt.count(kv_users_to_match_weights(result), lang)),
             (strings["batching.knee_measured"], batching["knee"]["label"]),
-            (strings["batching.knee_predicted"], fmt.count(batching["knee"]["predicted_batch"], lang)),
-            *[(strings.format("batching.knee_projected", name=k["name"]), fmt.count(k["predicted_batch"], lang))
-              for k in knees]]
+            (strings["batching.knee_predicted"], batching["knee"]["predicted"]),
+            *[(k["name"], k["label"]) for k in knees]]
     table = {"headers": [strings["batching.axis_batch"], strings["batching.step_ms"], strings["batching.throughput"],
                          strings["batching.per_user"], strings["batching.intensity"],
                          strings["batching.compute_util"], strings["batching.bandwidth_util"]],

@@ -37,7 +37,7 @@ def base(block: DemoBlock, strings: Strings) -> dict[str, Any]:
 
 def measured_source(machine: dict[str, Any], model_name: str, strings: Strings) -> str:
     return strings.format("common.measured_on", cpu=machine.get("cpu", "?"), cores=machine.get("cores", "?"),
-                          date=machine.get("date", "?"), model=model_name)
+                          date=machine.get("date", "?"), model=model_name, kernels=machine.get("kernels", "numpy"))
 
 
 def projected_source(rows: list[dict[str, Any]], strings: Strings) -> str | None:

@@ -126,10 +126,10 @@ function batchView(demo, batching, text, format) {
   const knees = h("dl", { class: "pd-readouts pd-batching__knees" },
     h("div", { class: "pd-readout" }, h("dt", { text: text("batching.knee_measured") }), h("dd", { text: batching.knee.label })),
     h("div", { class: "pd-readout" }, h("dt", { text: text("batching.knee_predicted") }),
-      h("dd", { text: format.number(batching.knee.predicted_batch, 0) })),
+      h("dd", { text: batching.knee.predicted })),
     ...batching.projected_knees.map((knee) => h("div", { class: "pd-readout" },
-      h("dt", { text: text("batching.knee_projected", { name: knee.name }) }),
-      h("dd", { text: format.number(knee.predicted_batch, 0) }))));
+      h("dt", { text: knee.name }),
+      h("dd", { text: knee.label }))));
   const node = h("section", { class: "pd-batching__batch", "aria-label": text("batching.batch_view") },
     h("div", { class: "pd-fields" },
       h("label", { class: "pd-field pd-field--wide", for: `${id}-batch` },
