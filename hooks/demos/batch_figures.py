@@ -40,6 +40,12 @@ def mixed_step(result: dict[str, Any]) -> dict[str, Any]:
                       f"measured: {', '.join(str(c['chunk_tokens']) for c in result['chunked'])})")
 
 
+def chunk_count(result: dict[str, Any]) -> int:
+    """How many chunks (passes) the arriving user's prompt took in the chunked two-users timeline."""
+    two = result["two_users"]
+    return -(-two["prompt_tokens"] // two["chunk_tokens"])
+
+
 def kv_users_to_match_weights(result: dict[str, Any]) -> float:
     """How many users' KV caches (at the measured context) weigh as much as the model's weights."""
     return result["batch_sizes"][0]["weight_bytes"] / result["kv_bytes_per_user"]
@@ -98,6 +104,10 @@ def figure(key: str, arg: str | None, result: dict[str, Any], lang: str) -> Figu
         "mixed_ms": lambda: number(mixed_step(result)["step_ms"], fmt.ms),
         "separate_ms": lambda: number(mixed_step(result)["separate_ms"], fmt.ms),
         "stall_reduction": lambda: number(two["unchunked"]["stall_ms"] / two["chunked"]["stall_ms"], fmt.times),
+        "chunk_count": lambda: number(chunk_count(result), fmt.count),
+        # The cost model's share of the chunked TTFT: each chunk after the first reads every weight again.
+        "chunk_weight_reads_ms": lambda: number((chunk_count(result) - 1) * rows[0]["weight_bytes"]
+                                                / result["machine"]["bandwidth"] * 1000, fmt.ms),
     }
     if key in whole:
         return whole[key]()
@@ -118,6 +128,7 @@ def figure(key: str, arg: str | None, result: dict[str, Any], lang: str) -> Figu
         "bandwidth_util": lambda: number(row["bandwidth_utilization"], fmt.percent),
         "floor_ms": lambda: number(row["floor_ms"], fmt.ms),
         "floor_ratio": lambda: number(row["step_ms"] / row["floor_ms"], fmt.times),
+        "floor_growth": lambda: number(row["floor_ms"] / first["floor_ms"], fmt.times),
     }[key]()
 
 
@@ -127,12 +138,14 @@ def projected_knee(key: str, arg: str | None, result: dict[str, Any], lang: str)
     user's KV cache of N tokens counted (+inf, "never", when no batch reaches the ridge); `proj.knee_limit@…/N`:
     the FLOPs per byte a step approaches as users are added. Projected, from spec sheets."""
     knees = {row["id"]: row for row in result.get("projected_knees", [])}
-    pid, context = (arg, None) if key == "knee" else (arg or "").rpartition("/")[::2]
+    pid, context = (arg, None) if key in ("knee", "ridge") else (arg or "").rpartition("/")[::2]
     if pid not in knees:
         raise LookupError(f"no projected knee for {pid!r} (known: {', '.join(sorted(knees)) or 'none'})")
     if key == "knee":
         value = knees[pid]["weights_only_batch"]
         return Figure(float(value), fmt.count(value, lang), "projected")
+    if key == "ridge":
+        return Figure(float(knees[pid]["ridge"]), fmt.with_unit(knees[pid]["ridge"], "FLOP/byte", lang), "projected")
     at = {str(row["context"]): row for row in knees[pid]["by_context"]}
     if context not in at:
         raise LookupError(f"no projected knee for {pid} at {context!r} tokens (known: {', '.join(at)})")

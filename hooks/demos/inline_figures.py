@@ -44,12 +44,13 @@ GLOBAL_NAMES: dict[str, str] = {
     "roofline.prefill.gflops": "", "roofline.decode.gbps": "",
     "proj.ttft_ms": f"{PID}/N", "proj.decode_ms": f"{PID}/N", "proj.tps": f"{PID}/N", "proj.kv_mb": f"{PID}/N",
     "proj.kv_share": f"{PID}/N", "proj.tps_drop_pct": PID, "proj.prefill_crossover_tokens": PID,
-    "proj.knee": PID, "proj.knee_at": f"{PID}/N", "proj.knee_limit": f"{PID}/N", "proj.kv_users": f"{PID}/N",
+    "proj.knee": PID, "proj.knee_at": f"{PID}/N", "proj.knee_limit": f"{PID}/N", "proj.ridge": PID, "proj.kv_users": f"{PID}/N",
     "batch.context_tokens": "", "batch.max_batch": "", "batch.bytes_per_weight": "", "batch.ridge": "",
     "batch.step_ms": "B", "batch.tps": "B", "batch.ms_per_token": "B", "batch.speedup": "B",
     "batch.step_growth": "B", "batch.intensity": "B", "batch.compute_util": "B", "batch.bandwidth_util": "B",
     "batch.knee_measured": "", "batch.knee_found": "", "batch.knee_predicted": "", "batch.knee_predicted_found": "",
     "batch.knee_weights_only": "", "batch.intensity_limit": "", "batch.floor_ms": "B", "batch.floor_ratio": "B",
+    "batch.floor_growth": "B", "batch.chunk_count": "", "batch.chunk_weight_reads_ms": "",
     "batch.kv_mb_per_user": "", "batch.weight_mb": "", "batch.kv_users_to_match_weights": "",
     "batch.prompt_tokens": "", "batch.chunk_tokens": "", "batch.stall_ms": "unchunked|chunked",
     "batch.ttft_ms": "unchunked|chunked", "batch.stall_reduction": "", "batch.decode_rows": "",
@@ -232,7 +233,7 @@ class FigureResolver:
         return batch_figures.figure(key, arg, self.m.batch(), self.lang)
 
     def _proj(self, key: str, arg: str | None) -> Figure:
-        if key.startswith("knee"):
+        if key.startswith("knee") or key == "ridge":
             from hooks.demos import batch_figures
 
             return batch_figures.projected_knee(key, arg, self.m.batch(), self.lang)
