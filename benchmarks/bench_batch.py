@@ -47,7 +47,7 @@ started = time.perf_counter()
 from simulations import kernels
 x, w = np.ones((3, 576), np.float32), np.ones((960, 576), np.float32)
 kernels.rows_times_weight(x, w)
-kernels.rows_times_weight(x, np.load(__import__('sys').argv[1], mmap_mode='r').view(np.ndarray))
+kernels.rows_times_weight(x, np.load(__import__('sys').argv[1], mmap_mode='c').view(np.ndarray))
 kv = np.ones((2, 1, 3, 8, 64), np.float32)
 kernels.one_token_attention(np.ones((1, 9, 64), np.float32), kv, kv, 0, 0, np.array([8]))
 kernels.read_everything(np.ones(1024, np.float32))
@@ -126,9 +126,18 @@ def cold_compile_seconds() -> float:
 
 
 def crossover(model: Any, repeats: int) -> list[dict[str, Any]]:
-    """A step's matrix products (every layer's and the LM head) at each of CROSSOVER_ROWS rows: kernel vs BLAS."""
+    """A step's matrix products (every layer's and the LM head) at each of CROSSOVER_ROWS rows: the kernel
+    against the numpy path of `model.linear` (BLAS, split into row blocks on the cores where it splits)."""
     from simulations import kernels
+    from simulations.model import linear
     from simulations.roofline import median_seconds
+
+    def numpy_path(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        os.environ["PD_KERNELS"] = "numpy"
+        try:
+            return linear(x, w)
+        finally:
+            os.environ.pop("PD_KERNELS")
 
     weights = model.weights
     matrices = [w for layer in weights.layers for w in (layer.wqkv, layer.wo, layer.w_gate_up, layer.w_down)]
@@ -137,7 +146,7 @@ def crossover(model: Any, repeats: int) -> list[dict[str, Any]]:
     for b in CROSSOVER_ROWS:
         x = {w.shape[1]: np.random.default_rng(b).standard_normal((b, w.shape[1]), dtype=np.float32) for w in matrices}
         kernel = median_seconds(lambda x=x: [kernels.rows_times_weight(x[w.shape[1]], w) for w in matrices], repeats)
-        blas = median_seconds(lambda x=x: [x[w.shape[1]] @ w.T for w in matrices], repeats)
+        blas = median_seconds(lambda x=x: [numpy_path(x[w.shape[1]], w) for w in matrices], repeats)
         rows.append({"rows": b, "kernel_ms": 1000 * kernel, "blas_ms": 1000 * blas, "kernel_faster": kernel < blas})
     return rows
 

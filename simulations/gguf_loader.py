@@ -197,6 +197,8 @@ def load_gguf(path: str | Path, progress=None) -> tuple[ModelConfig, Weights, To
         _build_cache(path, target, progress)
         meta = json.loads(meta_file.read_text())
     config = ModelConfig(**meta["config"])
-    arrays = {p.stem: np.load(p, mmap_mode="r") for p in target.glob("*.npy")}
+    # Copy-on-write maps: the same pages as read-only ones (nothing here writes a weight), but writable arrays,
+    # so the compiled kernels see one array type for these weights and a test model's (one compile, not two).
+    arrays = {p.stem: np.load(p, mmap_mode="c") for p in target.glob("*.npy")}
     _page_in(arrays.values())
     return config, weights_from_arrays(arrays, config), Tokenizer.from_state(meta["tokenizer"]), fingerprint

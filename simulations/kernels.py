@@ -191,8 +191,10 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, sca
                 weight = scores[r, j - start]
                 for d in range(hd):
                     part_out[job, r, d] += weight * v[j, d]
-    for head_index in prange(n * heads):  # combine the parts: rescale each by exp(its max - the overall max)
-        seq, head = divmod(np.int64(head_index), heads)
+    # Combine the parts: rescale each by exp(its max - the overall max). A few thousand multiply-adds, on one
+    # core: a second parallel region would cost more to start than the work.
+    for head_index in range(n * heads):
+        seq, head = divmod(head_index, heads)
         group, r = divmod(head, rep)
         first = (seq * kv_heads + group) * parts
         top = part_max[first, r]  # the first part is never empty: every sequence has a token

@@ -42,7 +42,7 @@ def test_rows_times_weight_equals_numpy(rows, n_out, n_in):
 
 
 def test_rows_times_weight_reads_a_read_only_memory_map(tmp_path):
-    """The model's weights are memory-mapped read-only files."""
+    """Read-only arrays (a memory map opened "r") still work: the kernel only reads its weights."""
     w = np.random.default_rng(0).standard_normal((33, 20), dtype=np.float32)
     np.save(tmp_path / "w.npy", w)
     mapped = np.load(tmp_path / "w.npy", mmap_mode="r").view(np.ndarray)
