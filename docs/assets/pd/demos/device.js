@@ -99,7 +99,8 @@ function labels(result, build, text, format) {
   if (result.notes.includes("webgpu_failed")) lines.push(text("device.label_webgpu_failed"));
   if (result.notes.includes("low_memory")) lines.push(text("device.label_low_memory"));
   if (!build.same_shapes) lines.push(text("device.label_build_model", { model: build.model }));
-  lines.push(text("device.label_memory", { megabytes: format.number(result.memory_bytes / 1e6, 0) }));
+  lines.push(text("device.label_memory", { megabytes: format.number(result.memory_bytes / 1e6, 0),
+    stream: format.number(result.stream_bytes / 1e6, 0) }));
   const diff = result.check.max_rel_diff;
   lines.push(text("device.label_check", { diff: diff === 0 ? "0" : diff.toExponential(1) }));
   return lines;

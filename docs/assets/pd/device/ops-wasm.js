@@ -77,6 +77,16 @@ export class WasmOps {
   }
 
   get capacityBytes() { return Infinity; } // the plan's budget is the limit
+
+  /**
+   * Bytes this backend holds beyond Model.bytesNeeded: the embedding's copy kept here for lookups, and
+   * each worker's input and output buffers for the widest product.
+   */
+  extraBytes(shapes, { vocabRows, maxRows }) {
+    const { d_model: d, n_heads: h, n_kv_heads: kv, head_dim: hd, d_ff: ff } = shapes;
+    const widest = Math.max((h + 2 * kv) * hd, 2 * ff, d);
+    return 4 * (vocabRows * d + this.workers * maxRows * (Math.max(d, h * hd, ff) + Math.ceil(widest / this.workers)));
+  }
   get peakBytes() { return this.memory.bytes + this.shardBytes; }
 
   view(t) { return this.memory.f32(t.ptr, t.n); }

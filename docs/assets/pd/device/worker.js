@@ -168,7 +168,8 @@ async function measure({ demo, mode: modeName, backend, deviceMemory, workers: w
     maxRows: prompt };
   let byMemory = 0;
   const most = Math.min(plan.max_layers, shapes.n_layers);
-  while (byMemory < most && Model.bytesNeeded(shapes, { ...sizes, layers: byMemory + 1 }) <= budget) byMemory += 1;
+  const extra = ops.extraBytes ? ops.extraBytes(shapes, sizes) : 0;
+  while (byMemory < most && Model.bytesNeeded(shapes, { ...sizes, layers: byMemory + 1 }) + extra <= budget) byMemory += 1;
   if (byMemory === 0) throw new DeviceError("memory", `not enough memory for one layer within ${budget} bytes`);
   const repeats = Math.max(3, mode.repeats);
   const prefillSeconds = PREFILL_OVERHEAD * costs.prefill.per_layer.flops / (peaks.compute.gflops * 1e9);
