@@ -35,7 +35,11 @@ export class Model {
     this.embedding = await ops.matrix(this.vocabRows, d, tensorKey(seed, 0), 1, { lookup: true }); // tied LM head, ±1
     this.ones = ops.ones(d); // every norm's weight (RMSNorm's initial value)
     this.layerWeights = [];
-    for (let layer = 0; layer < this.layers; layer += 1) {
+    const split = Boolean(ops.layer); // a backend that splits each layer among workers builds it itself
+    for (let layer = 0; layer < this.layers && split; layer += 1) {
+      this.layerWeights.push(await ops.layer(shapes, layer, seed, this.maxTokens));
+    }
+    for (let layer = 0; layer < this.layers && !split; layer += 1) {
       const weights = {};
       for (const [name, t] of Object.entries(layerTensors(shapes, layer))) {
         weights[name] = await ops.matrix(t.rows, t.cols, tensorKey(seed, t.tensor), matrixScale(t.cols));
@@ -47,13 +51,15 @@ export class Model {
     const rows = this.maxRows;
     this.x = ops.zeros(rows * d);
     this.xn = ops.zeros(rows * d);
-    this.qkv = ops.zeros(rows * dims.qkv);
-    this.mixed = ops.zeros(rows * dims.q);
-    this.gateUp = ops.zeros(rows * 2 * ff);
-    this.hidden = ops.zeros(rows * ff);
+    if (!split) {
+      this.qkv = ops.zeros(rows * dims.qkv);
+      this.mixed = ops.zeros(rows * dims.q);
+      this.gateUp = ops.zeros(rows * 2 * ff);
+      this.hidden = ops.zeros(rows * ff);
+    }
     this.last = ops.zeros(d);
     this.logits = ops.zeros(this.vocabRows);
-    ops.ropeTable(this.maxTokens, hd, shapes.rope_theta);
+    await ops.ropeTable(this.maxTokens, hd, shapes.rope_theta);
     await ops.finish();
   }
 
@@ -66,6 +72,13 @@ export class Model {
   async block(w, rows, pos0) {
     const { ops, dims, shapes } = this;
     const eps = shapes.rms_eps;
+    if (ops.attentionBlock) { // the same two halves, each split among workers (ops-wasm.js)
+      await ops.rmsnorm(this.x, this.ones, this.xn, rows, dims.d, eps, 0);
+      await ops.attentionBlock(this.xn, w, this.x, rows, dims.d, pos0);
+      await ops.rmsnorm(this.x, this.ones, this.xn, rows, dims.d, eps, 0);
+      await ops.mlpBlock(this.xn, w, this.x, rows, dims.d);
+      return;
+    }
     await ops.rmsnorm(this.x, this.ones, this.xn, rows, dims.d, eps, 0);
     await ops.matmul(this.xn, w.wqkv, this.qkv, rows, dims.qkv, dims.d, false);
     await ops.rope(this.qkv, rows, dims.h + dims.kv, dims.qkv, dims.hd, pos0);

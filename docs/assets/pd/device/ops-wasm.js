@@ -1,11 +1,12 @@
-// The WebAssembly backend: the same operations as ops-js.js, on every core. This worker coordinates;
-// `workers` shard workers (shard.js) each hold a block of output rows of every weight matrix, so a
-// matrix product is split among them (each streams only its share of the weights) and its results are
-// gathered here. Attention runs here in WebAssembly SIMD; the element-wise steps (norms, RoPE, SwiGLU)
-// run here in JavaScript over the same memory. No SharedArrayBuffer: inputs and results are copied.
+// The WebAssembly backend, on every core. This worker coordinates `workers` shard workers (shard.js),
+// which split each layer as tensor-parallel inference does: each holds some key-value heads (with their
+// query heads, KV cache and columns of wo) and a slice of the MLP, so a layer is two calls to all of
+// them — attention, then the MLP — each returning a partial sum of the layer's output that is added up
+// here. Each worker streams only its share of the weights. The output layer is split by rows. The norms
+// and the embedding run here. No SharedArrayBuffer: inputs and partial sums are copied.
 import { JsOps } from "./ops-js.js";
 import { DeviceError, KernelMemory } from "./wasm.js";
-import { fillWeights } from "./weights.js";
+import { fillWeights, layerTensors, matrixScale, tensorKey } from "./weights.js";
 
 const SHARD_URL = new URL("./shard.js", import.meta.url);
 // The compute ceiling: each worker multiplies (T, K) by (N, K)ᵀ of its own, sized like prefill's products
@@ -61,8 +62,6 @@ export class WasmOps {
     this.shards = Array.from({ length: workers }, (_, i) => new Shard(i, (error) => { this.failure ||= error; }));
     this.shardBytes = 0;
     this.nextId = 0;
-    this.cos = null;
-    this.sin = null;
   }
 
   async start() {
@@ -84,8 +83,8 @@ export class WasmOps {
    */
   extraBytes(shapes, { vocabRows, maxRows }) {
     const { d_model: d, n_heads: h, n_kv_heads: kv, head_dim: hd, d_ff: ff } = shapes;
-    const widest = Math.max((h + 2 * kv) * hd, 2 * ff, d);
-    return 4 * (vocabRows * d + this.workers * maxRows * (Math.max(d, h * hd, ff) + Math.ceil(widest / this.workers)));
+    const perWorker = Math.max((h + 3 * kv) * hd, 3 * ff) / Math.min(this.workers, kv); // the widest share
+    return 4 * (vocabRows * d + this.workers * maxRows * (2 * d + Math.ceil(perWorker)));
   }
   get peakBytes() { return this.memory.bytes + this.shardBytes; }
 
@@ -129,7 +128,49 @@ export class WasmOps {
   finish() { return this.failure ? Promise.reject(this.failure) : Promise.resolve(); }
   read(t, n) { return Promise.resolve(this.memory.f32(t.ptr, n).slice()); }
 
-  ropeTable(maxTokens, hd, theta) { JsOps.prototype.ropeTable.call(this, maxTokens, hd, theta); }
+  async ropeTable(maxTokens, hd, theta) {
+    await this.all((shard) => shard.call({ op: "rope", maxTokens, hd, theta }));
+  }
+
+  /**
+   * One layer, split among the workers: worker i takes key-value heads [g0, g1) (an even split, some
+   * may take none when there are more workers than heads) and MLP units [a, b) (multiples of 8, the
+   * matrix kernel's step).
+   */
+  async layer(shapes, layer, seed, maxTokens) {
+    const id = this.nextId++;
+    const tensors = layerTensors(shapes, layer);
+    const keys = {}, scales = {};
+    for (const [name, t] of Object.entries(tensors)) {
+      keys[name] = tensorKey(seed, t.tensor);
+      scales[name] = matrixScale(t.cols);
+    }
+    const kv = shapes.n_kv_heads, units = shapes.d_ff / 8, W = this.workers;
+    const replies = await this.all((shard, i) => shard.call({ op: "layer", id, shapes, keys, scales, maxTokens,
+      groups: [Math.floor((kv * i) / W), Math.floor((kv * (i + 1)) / W)],
+      units: [8 * Math.floor((units * i) / W), 8 * Math.floor((units * (i + 1)) / W)] }));
+    this.shardBytes = replies.reduce((sum, r) => sum + r.bytes, 0);
+    return { id };
+  }
+
+  /** x += the layer's attention of xn (rows new tokens at positions pos0…): every worker's partial sum. */
+  async attentionBlock(xn, layer, x, rows, d, pos0) {
+    const input = this.memory.f32(xn.ptr, rows * d).slice(); // a view would send the whole memory
+    this.gather(x, rows * d, await this.all((shard) => shard.call({ op: "attention", id: layer.id, x: input, T: rows, pos0 })));
+  }
+
+  /** x += the layer's MLP of xn: every worker's partial sum. */
+  async mlpBlock(xn, layer, x, rows, d) {
+    const input = this.memory.f32(xn.ptr, rows * d).slice();
+    this.gather(x, rows * d, await this.all((shard) => shard.call({ op: "mlp", id: layer.id, x: input, T: rows })));
+  }
+
+  gather(x, n, replies) {
+    const out = this.memory.f32(x.ptr, n);
+    for (const { y } of replies) {
+      if (y) for (let i = 0; i < n; i += 1) out[i] += y[i];
+    }
+  }
 
   embed(table, tokens, x, d) {
     JsOps.prototype.embed.call(this, this.view(table.local), tokens, this.view(x), d);
@@ -139,25 +180,7 @@ export class WasmOps {
     JsOps.prototype.rmsnorm.call(this, this.view(x), this.view(w), this.view(y), rows, d, eps, row0);
   }
 
-  rope(qkv, rows, heads, stride, hd, pos0) {
-    JsOps.prototype.rope.call(this, this.view(qkv), rows, heads, stride, hd, pos0);
-  }
-
-  kvWrite(qkv, k, v, rows, pos0, dims, maxTokens) {
-    JsOps.prototype.kvWrite.call(this, this.view(qkv), this.view(k), this.view(v), rows, pos0, dims, maxTokens);
-  }
-
-  swiglu(gateUp, hidden, rows, ff) {
-    JsOps.prototype.swiglu.call(this, this.view(gateUp), this.view(hidden), rows, ff);
-  }
-
-  attention(qkv, k, v, out, rows, pos0, dims, maxTokens) {
-    if (!this.scores) this.scores = this.zeros(maxTokens + 4); // the kernel's exp reads four at a time
-    this.memory.kernels.attention(qkv.ptr, k.ptr, v.ptr, out.ptr, this.scores.ptr, rows, pos0, dims.h, dims.kv,
-      dims.hd, maxTokens, Math.fround(1 / Math.sqrt(dims.hd)));
-  }
-
-  /** y (T, N) = x (T, K) · Wᵀ: every shard multiplies by its rows, the results are gathered into y's columns. */
+  /** y (T, N) = x (T, K) · Wᵀ (the output layer): every shard multiplies by its rows, gathered into y's columns. */
   async matmul(x, w, y, T, N, K, accumulate) {
     if (K % 8) throw new DeviceError("kernel", `the WebAssembly matrix kernel reads 8 floats at a time: K = ${K}`);
     const input = this.memory.f32(x.ptr, T * K).slice();

@@ -12,6 +12,7 @@ import { deviceResult } from "./result.js";
 import { DeviceError, loadKernels } from "./wasm.js";
 
 const GEMM_SIZES = [128, 256, 384, 512, 768, 1024, 1536, 2048];
+const MIN_GEMM_N = 512; // a slow backend's small products measure its per-call latency, not its arithmetic
 const PREFILL_OVERHEAD = 1.5; // attention and element-wise work on top of the matrix products, roughly
 const MAX_WORKERS = 16;
 
@@ -106,33 +107,34 @@ async function selfCheck(ops, shapes, check, seed) {
  * each), the best rate kept; small ones measure mostly a GPU's per-call latency, so sizes grow until one
  * takes the mode's time cap or the memory budget stops them.
  */
-async function squareProducts(ops, mode, budgetBytes, onProgress) {
+async function squareProducts(ops, mode, budgetBytes, fixedS, onProgress) {
   let best = { n: 0, gflops: 0 };
+  const net = (seconds) => Math.max(seconds - fixedS, seconds / 100); // a GPU's fixed wait is no part of the product
   for (const [i, n] of GEMM_SIZES.entries()) {
     if (3 * n * n * 4 > budgetBytes) break;
-    const seconds = await ops.gemmSeconds(n, 1);
+    const seconds = net(await ops.gemmSeconds(n, 1));
     const gflops = (2 * n ** 3) / seconds / 1e9;
     if (gflops > best.gflops) best = { n, gflops };
     onProgress((i + 1) / GEMM_SIZES.length);
-    if (seconds > mode.gemm_cap_s) break;
+    if (seconds > mode.gemm_cap_s && n >= MIN_GEMM_N) break; // at least as large as prefill's products
   }
-  const seconds = await ops.gemmSeconds(best.n, Math.max(3, mode.repeats));
+  const seconds = net(await ops.gemmSeconds(best.n, Math.max(3, mode.repeats)));
   best.gflops = Math.max(best.gflops, (2 * best.n ** 3) / seconds / 1e9);
   return { gflops: best.gflops, shape: { T: best.n, N: best.n, K: best.n } };
 }
 
 /** Both ceilings, each its own microbenchmark (never raised by what a phase reached). */
-async function ceilings(ops, plan, mode, budget, lowMemory) {
+async function ceilings(ops, plan, mode, budget, lowMemory, fixedMs) {
   progress("compute", 0.05);
   const compute = ops.computeCeiling
     ? await ops.computeCeiling(plan.ceiling_repeats)
-    : await squareProducts(ops, mode, budget, (f) => progress("compute", 0.05 + 0.1 * f));
+    : await squareProducts(ops, mode, budget, fixedMs / 1000, (f) => progress("compute", 0.05 + 0.1 * f));
   progress("bandwidth", 0.16);
   const wanted = lowMemory ? plan.low_memory_stream_bytes : plan.stream_bytes;
   if (ops.streamCeiling) return { compute, stream: await ops.streamCeiling(wanted, plan.least_stream_bytes, plan.ceiling_repeats) };
   const bytes = Math.min(wanted, Math.floor(budget * 0.9));
   const seconds = await ops.streamSeconds(bytes, plan.ceiling_repeats);
-  return { compute, stream: { gbps: bytes / seconds / 1e9, bytes } };
+  return { compute, stream: { gbps: bytes / Math.max(seconds - fixedMs / 1000, seconds / 100) / 1e9, bytes } };
 }
 
 async function measure({ demo, mode: modeName, backend, deviceMemory, workers: wantedWorkers }) {
@@ -159,8 +161,8 @@ async function measure({ demo, mode: modeName, backend, deviceMemory, workers: w
   }
   if (!check.passed) throw new DeviceError("kernel", `prefill and decode disagree on ${ops.name} (relative difference ${check.max_rel_diff})`);
 
-  const peaks = await ceilings(ops, plan, mode, budget, lowMemory);
   const fixedMs = ops.fixedWaitMs ? await ops.fixedWaitMs() : 0;
+  const peaks = await ceilings(ops, plan, mode, budget, lowMemory, fixedMs);
 
   // As many layers as fit the memory budget and the mode's time budget (at least one).
   const prompt = workload.prompt_tokens;
