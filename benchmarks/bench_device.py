@@ -80,8 +80,8 @@ def summary(result: dict[str, Any]) -> str:
             f"{tg['max']:.3g}, n={tg['n']}) · TTFT {result['ttft_ms']:,.0f} ms · decode {result['decode_ms_per_token']:.1f} "
             f"ms/token · prefill {100 * result['prefill']['compute_utilization']:.0f}% of its ceiling, decode "
             f"{100 * result['decode']['bandwidth_utilization']:.0f}% of its · {result['layers_measured']} of "
-            f"{result['layers_total']} layers · {result['memory_bytes'] / 1e6:.0f} MB + {result['stream_bytes'] / 1e6:.0f} MB "
-            f"stream buffer · {result['elapsed_s']:.1f} s")
+            f"{result['layers_total']} layers · model {result['memory_bytes'] / 1e6:.0f} MB, streaming buffer "
+            f"{result['stream_bytes'] / 1e6:.0f} MB · {result['elapsed_s']:.1f} s")
 
 
 def spread(values: list[float]) -> str:
