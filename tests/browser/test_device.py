@@ -181,6 +181,19 @@ def test_pressing_measures_this_device_in_webassembly_on_every_core_and_compares
     log.assert_clean()
 
 
+def test_a_browser_without_webassembly_simd_measures_with_javascript_and_says_it_is_slow(open_page):
+    page, log, demo = open_device(open_page, "en/", query="?pd-device-backend=js")
+    press_with_keyboard(page, demo, START["en/"])
+    assert wait_until_finished(page, demo) == "done", demo.locator(".pd-device__status").text_content()
+    result = result_of(demo)
+    assert result["backend"] == "js" and result["workers"] == 1 and result["software"] is True
+    assert_ceilings_hold(result)
+    assert "one core" in demo.locator(".pd-device__reach").text_content()
+    assert "no WebAssembly SIMD" in demo.locator(".pd-device__labels").text_content()
+    assert any("slow path" in claim for claim in demo.locator(".pd-device__claims li").all_text_contents())
+    log.assert_clean()
+
+
 def test_the_result_fits_a_320_px_screen_in_the_dark(open_page, screenshot_dir: Path):
     page, log, demo = open_device(open_page, "", color_scheme="dark", viewport={"width": 320, "height": 720})
     press_with_keyboard(page, demo, START[""])
