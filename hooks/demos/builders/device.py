@@ -42,7 +42,7 @@ PLAN: dict[str, Any] = {
     "stream_bytes": 256_000_000,
     "low_memory_stream_bytes": 64_000_000,
     "least_stream_bytes": 32_000_000,
-    "ceiling_repeats": 7,  # each ceiling: the best of this many runs of its microbenchmark
+    "ceiling_repeats": 12,  # each ceiling: the best of this many runs of its microbenchmark (each ~10–30 ms)
     "head_rows": 8192,  # LM-head rows measured (of the vocabulary), scaled to the whole vocabulary
     "max_layers": 8,
     "silence_limit_s": 60,  # no word from the worker for this long: the run failed (the page says so)
