@@ -23,7 +23,7 @@ from mkdocs.utils import get_relative_url
 
 from hooks import authoring, claims
 from hooks.authoring import AuthoringMistake
-from hooks.demos import assets, blocks, inline_figures, render
+from hooks.demos import assets, blocks, inline_figures, render, wasm
 from hooks.demos.blocks import DemoBlock, Limits
 from hooks.demos.builders import BUILDERS
 from hooks.demos.builders.common import measured_source
@@ -100,7 +100,7 @@ class DemoSite:
         self.strings, self.strings_mistake = self._load_strings(Path(config.docs_dir), default_lang)
         pages = [PageDemos(self.shown_path(file), file.url, file.content_string, demo_fences(file.content_string))
                  for file in files.documentation_pages()]
-        new_files = [assets.plotly_file(config, self.project_dir)]
+        new_files = [assets.plotly_file(config, self.project_dir), *wasm.kernel_files(config)]
         # Every block is checked before any is simulated: a build stops at a mistake at once.
         checked = [[self._check(page, index, fence) for index, fence in enumerate(page.fences)] for page in pages]
         for page, page_checked in zip(pages, checked, strict=True):

@@ -9,7 +9,9 @@ from collections.abc import Iterable
 # search worker…): hooks/security/README.md.
 _DIRECTIVES: tuple[tuple[str, str], ...] = (
     ("default-src", "'self'"),
-    ("script-src", "'self'"),
+    # 'wasm-unsafe-eval' lets the device demo compile its WebAssembly kernels; it allows no eval() or
+    # Function() (that would be 'unsafe-eval', which the site never sends).
+    ("script-src", "'self' 'wasm-unsafe-eval'"),
     ("style-src", "'self' 'unsafe-inline'"),
     ("img-src", "'self' data:"),
     ("font-src", "'self'"),

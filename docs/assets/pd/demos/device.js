@@ -12,6 +12,7 @@ import { rooflineSvg } from "../device/chart.js";
 const WORKER_URL = new URL("../device/worker.js", import.meta.url);
 const STYLE_URL = new URL("../device/device.css", import.meta.url);
 const MODES = ["quick", "full"];
+const KINDS = ["load", "kernel", "gpu_lost", "memory"]; // the worker's failure kinds; "timeout" is the page's own
 
 /** The stylesheet of this demo, once per page; resolves when it applies (so nothing shows unstyled). */
 function loadStyle() {
@@ -30,21 +31,37 @@ function backendLabel(result, text) {
     const adapter = result.adapter?.description || "WebGPU";
     return text(result.software ? "device.backend_webgpu_software" : "device.backend_webgpu", { adapter });
   }
+  if (result.backend === "wasm") {
+    return text(result.variant === "relaxed" ? "device.backend_wasm_relaxed" : "device.backend_wasm", { workers: result.workers });
+  }
   return text("device.backend_js");
+}
+
+/** "What this page's WebAssembly reaches on N cores of this device:" — never "this device's peak". */
+function reachLabel(result, text) {
+  if (result.backend === "webgpu") return text("device.reach_webgpu", { adapter: result.adapter?.description || "WebGPU" });
+  return result.backend === "wasm" ? text("device.reach_wasm", { workers: result.workers }) : text("device.reach_js");
+}
+
+function rangeText(range, text, format) {
+  return text("device.range_value", { median: format.number(range.median), min: format.number(range.min),
+    max: format.number(range.max), n: range.n });
 }
 
 /** The rows of the comparison: [label, this device, build machine]. */
 function comparisonRows(result, build, text, format) {
   const ms = (v) => format.ms(v);
   const pct = (v) => format.percent(v);
+  const tokens = format.number(result.prompt_tokens, 0);
   return [
     [text("device.row_backend"), backendLabel(result, text), text("device.build_backend")],
     [text("device.peak_compute"), `${format.number(result.peak_gflops)} GFLOP/s`, `${format.number(build.peak_gflops)} GFLOP/s`],
     [text("device.peak_bandwidth"), `${format.number(result.peak_gbps)} GB/s`, `${format.number(build.peak_gbps)} GB/s`],
-    [text("device.ttft_at", { tokens: format.number(result.prompt_tokens, 0) }), ms(result.ttft_ms), ms(build.ttft_ms)],
+    [text("device.pp_row", { tokens }), rangeText(result.pp_tps, text, format), format.number(1000 * build.prompt_tokens / build.ttft_ms)],
+    [text("device.tg_row", { tokens }), rangeText(result.tg_tps, text, format), format.number(build.tps)],
+    [text("device.ttft_at", { tokens }), ms(result.ttft_ms), ms(build.ttft_ms)],
     [text("device.prefill_per_token"), ms(result.prefill_ms_per_token), ms(build.ttft_ms / build.prompt_tokens)],
     [text("common.ms_per_token"), ms(result.decode_ms_per_token), ms(build.decode_ms_per_token)],
-    [text("common.tps"), `${format.number(result.tps)} tok/s`, `${format.number(build.tps)} tok/s`],
     ...["prefill", "decode"].flatMap((phase) => ["compute", "bandwidth"].map((ceiling) => [
       text(`device.${phase}_${ceiling}_util`), pct(result[phase][`${ceiling}_utilization`]),
       pct(build[phase][`${ceiling}_utilization`])])),
@@ -60,25 +77,49 @@ function claimValues(result, build) {
     build_same_shapes: Boolean(build.same_shapes) };
 }
 
-function claimVars(result, build, format) {
+function claimVars(result, build, text, format, margin) {
   return { decode_intensity: format.number(result.decode_intensity), prefill_intensity: format.number(result.prefill_intensity),
-    ridge: format.number(result.ridge), ratio: format.number(Math.max(result.ttft_ms / build.ttft_ms, build.ttft_ms / result.ttft_ms)) };
+    ridge: format.number(result.ridge), margin: format.number(margin, 0), software: text(`device.software_${result.backend}`),
+    ratio: format.number(Math.max(result.ttft_ms / build.ttft_ms, build.ttft_ms / result.ttft_ms)) };
 }
 
 function labels(result, build, text, format) {
   const lines = [text("device.label_weights"),
     text("device.label_subset", { layers: result.layers_measured, total: result.layers_total,
       rows: format.number(result.head_rows_measured, 0), vocab: format.number(result.vocab_size, 0) })];
-  if (result.software) lines.push(text(result.backend === "js" ? "device.label_slow_js" : "device.label_slow_adapter"));
+  const shape = result.gemm_shape;
+  lines.push(text("device.label_ceilings", { shape: `(${shape.T} × ${shape.K}) · (${shape.K} × ${shape.N})`,
+    runs: result.ceiling_runs, megabytes: format.number(result.stream_bytes / 1e6, 0) }));
+  if (result.ceiling_exceeded.length) lines.push(text("device.label_ceiling_exceeded", { which: result.ceiling_exceeded.join(", ") }));
+  if (result.fixed_wait_ms > 0) lines.push(text("device.label_fixed_wait", { ms: format.ms(result.fixed_wait_ms) }));
+  if (result.backend === "wasm" && result.workers > 1) lines.push(text("device.label_no_shared_memory"));
+  if (result.backend === "js") lines.push(text("device.label_slow_js"));
+  if (result.backend === "webgpu" && result.software) lines.push(text("device.label_slow_adapter"));
+  if (result.notes.includes("webgpu_software_skipped")) lines.push(text("device.label_webgpu_software_skipped"));
   if (result.notes.includes("webgpu_failed")) lines.push(text("device.label_webgpu_failed"));
   if (result.notes.includes("low_memory")) lines.push(text("device.label_low_memory"));
   if (!build.same_shapes) lines.push(text("device.label_build_model", { model: build.model }));
-  if (result.peak_gflops_from === "prefill") lines.push(text("device.label_peak_from_prefill"));
-  if (result.peak_gbps_from === "decode") lines.push(text("device.label_peak_from_decode"));
-  lines.push(text("device.label_memory", { megabytes: format.number(result.memory_bytes / 1e6, 0) }));
+  lines.push(text("device.label_memory", { megabytes: format.number(result.memory_bytes / 1e6, 0),
+    stream: format.number(result.stream_bytes / 1e6, 0) }));
   const diff = result.check.max_rel_diff;
   lines.push(text("device.label_check", { diff: diff === 0 ? "0" : diff.toExponential(1) }));
   return lines;
+}
+
+/** The result in llama-bench's shape (a Markdown table, one row per test), then what was measured how. */
+function benchTable(result, data, text, format) {
+  const m = data.model;
+  const qkv = (m.n_heads + 2 * m.n_kv_heads) * m.head_dim;
+  const params = m.vocab_size * m.d_model + m.n_layers * (m.d_model * qkv + m.n_heads * m.head_dim * m.d_model
+    + 3 * m.d_model * m.d_ff + 2 * m.d_model) + m.d_model;
+  const backend = { wasm: `WASM SIMD${result.variant === "relaxed" ? " (relaxed)" : ""}`, js: "JS", webgpu: "WebGPU" }[result.backend];
+  const device = result.adapter?.description ? ` ${result.adapter.description}` : "";
+  const cell = (range) => `${range.median.toFixed(2)} (${range.min.toFixed(2)}–${range.max.toFixed(2)}, n=${range.n})`;
+  const row = (test, range) => `| ${m.name} shapes, random weights | ${(params * 4 / 2 ** 20).toFixed(2)} MiB | `
+    + `${(params / 1e6).toFixed(2)} M | ${backend}${device} | ${result.workers} | f32 | ${test} | ${cell(range)} |`;
+  return ["| model | size | params | backend | threads | type | test | t/s (median, min–max) |",
+    "| --- | ---: | ---: | --- | ---: | --- | --- | ---: |",
+    row(`pp${result.prompt_tokens}`, result.pp_tps), row(`tg @ ${result.prompt_tokens}`, result.tg_tps)];
 }
 
 export async function mount(demo, data) {
@@ -88,7 +129,10 @@ export async function mount(demo, data) {
   const build = data.build;
   const id = demo.id || "pd-device";
   const query = new URLSearchParams(window.location.search);
-  const wantedBackend = query.get("pd-device-backend") || "auto"; // tests pin a backend; readers never need to
+  // Tests pin a backend (auto, wasm, js, webgpu), a number of workers, or a shorter silence limit; readers never need to.
+  const wantedBackend = query.get("pd-device-backend") || "auto";
+  const wantedWorkers = Number(query.get("pd-device-workers")) || null;
+  const silenceLimitS = Number(query.get("pd-device-silence")) || plan.silence_limit_s;
 
   const modeSelect = h("select", { class: "pd-select", id: `${id}-mode` },
     ...MODES.map((mode) => h("option", { value: mode },
@@ -127,10 +171,27 @@ export async function mount(demo, data) {
   setRunning(false);
 
   function finishRun(next) {
-    state.worker?.terminate(); // frees everything it allocated, GPU buffers included
+    clearTimeout(state.watchdog);
+    state.worker?.terminate(); // frees everything it allocated, its workers and GPU buffers included
     state.worker = null;
     if (next) demo.dataset.pdDeviceState = next;
     setRunning(false);
+  }
+
+  /** A failed run: its reason in the page's language, the button (now "Retry") focused and ready. */
+  function fail(kind, message) {
+    finishRun("error");
+    demo.dataset.pdDeviceFailure = kind;
+    setText(status, kind === "timeout" ? text("device.failed_timeout", { seconds: silenceLimitS })
+      : text(`device.failed_${kind}`, { message }));
+    setText(startButton, text("device.retry"));
+    startButton.focus();
+  }
+
+  /** No word from the worker for the silence limit (a worker that hangs, or never starts): the run failed. */
+  function keepWatch() {
+    clearTimeout(state.watchdog);
+    state.watchdog = setTimeout(() => fail("timeout", ""), silenceLimitS * 1000);
   }
 
   // The result arrives as one message; it is shown in two tasks (read-outs first, then the chart and the
@@ -139,7 +200,8 @@ export async function mount(demo, data) {
     panel.textContent = "";
     delete panel.dataset.pdResult;
     const rows = comparisonRows(result, build, text, format);
-    const claims = chosenClaims(data.claims, claimValues(result, build)).map((key) => text(key, claimVars(result, build, format)));
+    const vars = claimVars(result, build, text, format, data.verdict_margin);
+    const claims = chosenClaims(data.claims, claimValues(result, build)).map((key) => text(key, vars));
     const machines = [
       { id: "device", label: text("device.this_device"), peak_gflops: result.peak_gflops, peak_gbps: result.peak_gbps,
         points: ["prefill", "decode"].map((phase) => ({ phase, label: text(`device.point_${phase}`), ...result[phase] })) },
@@ -154,11 +216,12 @@ export async function mount(demo, data) {
         .map((label) => h("th", { scope: "col", text: label })))),
       h("tbody", {}, ...rows.map(([label, mine, theirs]) => h("tr", {}, h("th", { scope: "row", text: label }),
         h("td", { text: mine }), h("td", { text: theirs })))));
-    const copyText = [text("device.copy_heading"), ...rows.map(([label, mine, theirs]) =>
-      `${label}: ${mine} | ${text("device.build_machine")}: ${theirs}`), ...labels(result, build, text, format)].join("\n");
+    const copyText = [text("device.copy_heading"), "", ...benchTable(result, data, text, format), "",
+      ...rows.map(([label, mine, theirs]) => `${label}: ${mine} | ${text("device.build_machine")}: ${theirs}`), "",
+      ...labels(result, build, text, format)].join("\n");
     const copied = h("span", { class: "pd-device__copied", role: "status" });
     const copyButton = h("button", { type: "button", class: "pd-button" }, text("device.copy"));
-    const copyBox = h("textarea", { class: "pd-device__copytext", readonly: true, rows: 4, "aria-label": text("device.copy_box") });
+    const copyBox = h("textarea", { class: "pd-device__copytext", readonly: true, rows: 8, "aria-label": text("device.copy_box") });
     copyBox.value = copyText;
     copyButton.addEventListener("click", async () => {
       try {
@@ -177,12 +240,15 @@ export async function mount(demo, data) {
       h("div", { class: "pd-fields" }, copyButton, copied),
       copyBox,
     ];
+    const tokens = format.number(result.prompt_tokens, 0);
     panel.append(
       h("p", { class: "pd-device__backend", text: backendLabel(result, text) }),
+      h("p", { class: "pd-device__reach", text: reachLabel(result, text) }),
       h("dl", { class: "pd-readouts" }, ...[
-        [text("device.ttft_at", { tokens: format.number(result.prompt_tokens, 0) }), format.ms(result.ttft_ms)],
+        [text("device.pp_row", { tokens }), rangeText(result.pp_tps, text, format)],
+        [text("device.tg_row", { tokens }), rangeText(result.tg_tps, text, format)],
+        [text("device.ttft_at", { tokens }), format.ms(result.ttft_ms)],
         [text("common.ms_per_token"), format.ms(result.decode_ms_per_token)],
-        [text("common.tps"), `${format.number(result.tps)} tok/s`],
         [text("device.peak_compute"), `${format.number(result.peak_gflops)} GFLOP/s`],
         [text("device.peak_bandwidth"), `${format.number(result.peak_gbps)} GB/s`],
       ].map(([label, value]) => h("div", { class: "pd-readout" }, h("dt", { text: label }), h("dd", { text: value })))),
@@ -202,46 +268,58 @@ export async function mount(demo, data) {
     const mode = modeSelect.value;
     state.run += 1;
     panel.hidden = true; // a new measurement replaces the last one
+    delete demo.dataset.pdDeviceFailure;
     delete panel.dataset.pdResult;
     state.width = stage.clientWidth; // for the chart, read now while layout is clean
-    const worker = new Worker(WORKER_URL, { type: "module", name: "pd-device" });
+    let worker;
+    try {
+      worker = new Worker(WORKER_URL, { type: "module", name: "pd-device" });
+    } catch (error) { // a policy or browser that refuses the worker outright
+      fail("load", String(error?.message || error));
+      return;
+    }
     state.worker = worker;
     demo.dataset.pdDeviceState = "running";
     setRunning(true);
     bar.value = 0;
     setText(status, text("device.stage_backend"));
     stopButton.focus();
+    let heard = false; // a worker that fails before its first message did not load
+    keepWatch();
     worker.addEventListener("message", ({ data: message }) => {
       if (worker !== state.worker) return;
+      heard = true;
+      keepWatch();
       if (message.type === "progress") {
         bar.value = Math.round(100 * message.fraction);
-        setText(status, text(`device.stage_${message.stage}`, { layers: message.layers ?? "", tokens: data.workload.prompt_tokens }));
+        setText(status, text(`device.stage_${message.stage}`, { layers: message.layers ?? "", tokens: data.workload.prompt_tokens,
+          repeat: message.repeat ?? "", repeats: message.repeats ?? "" }));
       } else if (message.type === "result") {
         finishRun(null); // "done" once the result is on the page
         setText(status, text("device.done", { seconds: format.number(message.result.elapsed_s) }));
+        setText(startButton, text("device.start"));
         startButton.focus();
         showResult(message.result).then((shown) => { if (shown) demo.dataset.pdDeviceState = "done"; });
       } else if (message.type === "error") {
-        finishRun("error");
-        setText(status, text("device.failed", { message: message.message }));
-        startButton.focus();
+        fail(KINDS.includes(message.kind) ? message.kind : "kernel", message.message);
       }
     });
     worker.addEventListener("error", (event) => {
       if (worker !== state.worker) return;
-      finishRun("error");
-      setText(status, text("device.failed", { message: event.message || "" }));
+      event.preventDefault();
+      fail(heard ? "kernel" : "load", event.message || WORKER_URL.pathname);
     });
     // Only what the worker needs: shapes, costs, plan; nothing about the reader is read or sent.
     worker.postMessage({ type: "measure", mode, backend: wantedBackend,
       demo: { model: data.model, costs: data.costs, plan: data.plan, workload: data.workload },
-      deviceMemory: navigator.deviceMemory });
+      deviceMemory: navigator.deviceMemory, workers: wantedWorkers });
   });
 
   stopButton.addEventListener("click", () => {
     if (!state.worker) return;
     finishRun("stopped");
     setText(status, text("device.stopped"));
+    setText(startButton, text("device.start"));
     startButton.focus();
   });
 }

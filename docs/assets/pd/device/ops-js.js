@@ -1,6 +1,6 @@
 // The JavaScript backend: float32 typed arrays carved from one arena (so the measurement never holds more
 // than the arena's bytes), cache-blocked kernels, work done as it is queued (`finish` only marks the end of
-// a timed segment). Runs in every current browser, without WebAssembly, so the site's CSP stays as it is.
+// a timed segment). One thread, no SIMD: the fallback for a browser without WebAssembly SIMD (ops-wasm.js).
 import { fillWeights } from "./weights.js";
 
 const TILE = 4; // a 4×4 block of outputs per inner loop: 8 loads feed 16 multiply-adds
@@ -31,6 +31,7 @@ export class JsOps {
   zeros(n) { return this.alloc(n).fill(0); }
   ones(n) { return this.alloc(n).fill(1); }
   weights(n, key, scale) { return fillWeights(this.alloc(n), key, scale); }
+  matrix(rows, cols, key, scale) { return this.weights(rows * cols, key, scale); }
   finish() { return Promise.resolve(); }
   read(tensor, n) { return Promise.resolve(Float32Array.from(tensor.subarray(0, n))); }
   destroy() { this.arena = null; }

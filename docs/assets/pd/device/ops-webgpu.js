@@ -3,6 +3,7 @@
 // GPU by a hash shader (no copy of them in the worker's memory). Buffers are counted against the budget.
 import { KERNELS, MAX_ATTENTION_KEYS, MAX_HEAD_DIM } from "./kernels.wgsl.js";
 import { median } from "./ops-js.js";
+import { DeviceError } from "./wasm.js";
 
 const SLOT_BYTES = 256; // minUniformBufferOffsetAlignment's default
 const SLOTS = 1024;
@@ -10,10 +11,21 @@ const MAX_TOKENS_IN_PASS = 4096;
 const MAX_GROUPS = 65535;
 const STORAGE = 0x80 | 0x08 | 0x04; // GPUBufferUsage.STORAGE | COPY_DST | COPY_SRC, workers may lack the enum
 
-/** A WebGPU backend on this browser's adapter, or null when there is none. */
-export async function openWebGpu(budgetBytes) {
+/** Whether an adapter runs on the CPU: a fallback adapter, or one whose description names a software rasteriser. */
+export function isSoftwareAdapter(adapter) {
+  const info = adapter.info || {};
+  const text = [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(" ");
+  return Boolean(info.isFallbackAdapter || adapter.isFallbackAdapter || /swiftshader|llvmpipe|software|warp|\bcpu\b/i.test(text));
+}
+
+/**
+ * A WebGPU backend on this browser's adapter; null when there is none; {skipped: true} for a software
+ * adapter unless `allowSoftware` (auto mode never measures a CPU through a GPU emulator).
+ */
+export async function openWebGpu(budgetBytes, { allowSoftware = false } = {}) {
   const adapter = await navigator.gpu.requestAdapter({ powerPreference: "high-performance" });
   if (!adapter) return null;
+  if (isSoftwareAdapter(adapter) && !allowSoftware) return { skipped: true };
   const device = await adapter.requestDevice();
   const ops = new WebGpuOps(adapter, device, budgetBytes);
   await ops.compile();
@@ -27,7 +39,10 @@ export class WebGpuOps {
     const info = adapter.info || {};
     const text = [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(" ");
     // A fallback adapter (SwiftShader here) runs the shaders on the CPU: say so, never call it a GPU figure.
-    this.software = Boolean(info.isFallbackAdapter || adapter.isFallbackAdapter || /swiftshader|llvmpipe|software|warp/i.test(text));
+    this.software = isSoftwareAdapter(adapter);
+    // A lost device (driver reset, another tab's demand) fails the run with its reason, never hangs it.
+    this.lost = device.lost.then((lost) => { throw new DeviceError("gpu_lost", lost.message || lost.reason || "device lost"); });
+    this.lost.catch(() => {});
     this.adapterInfo = { vendor: info.vendor || "", architecture: info.architecture || "", description: text, fallback: this.software };
     // Limits under WebGPU's defaults mark a small GPU (compatibility mode, older phones): fewer layers.
     this.lowEnd = adapter.limits.maxBufferSize < 268435456 || adapter.limits.maxStorageBufferBindingSize < 134217728;
@@ -88,6 +103,8 @@ export class WebGpuOps {
     return handle;
   }
 
+  matrix(rows, cols, key, scale) { return this.weights(rows * cols, key, scale); }
+
   weights(n, key, scale) {
     const handle = this.buffer(n);
     this.run("fill", [handle], [n, key, 0, 0], [Math.fround(2 * scale)], [Math.min(MAX_GROUPS, Math.ceil(n / 256))]);
@@ -128,7 +145,22 @@ export class WebGpuOps {
       this.encoder = null;
       this.slot = 0;
     }
-    await this.device.queue.onSubmittedWorkDone();
+    await Promise.race([this.device.queue.onSubmittedWorkDone(), this.lost]);
+  }
+
+  /**
+   * The fixed wait of one submission (an empty command buffer, submitted and waited for), median of
+   * seven: paid once per timed pass, so the result does not multiply it by the layers it scales.
+   */
+  async fixedWaitMs() {
+    const times = [];
+    for (let i = 0; i < 7; i += 1) {
+      const start = performance.now();
+      this.device.queue.submit([this.device.createCommandEncoder().finish()]);
+      await Promise.race([this.device.queue.onSubmittedWorkDone(), this.lost]);
+      times.push(performance.now() - start);
+    }
+    return median(times);
   }
 
   async read(handle, n) {

@@ -24,10 +24,13 @@ export function weightValue(key, index, scale2) {
   return Math.fround((unit - 0.5) * scale2); // scale2 = fround(2 × scale): one float32 rounding
 }
 
-/** Fill `array` with the values of the tensor whose key is `key` (scale: 1 / sqrt(fan-in) for matrices). */
-export function fillWeights(array, key, scale) {
+/**
+ * Fill `array` with the values of the tensor whose key is `key` (scale: 1 / sqrt(fan-in) for matrices),
+ * starting at value `first` of it (a worker fills only its share of a matrix's rows).
+ */
+export function fillWeights(array, key, scale, first = 0) {
   const scale2 = Math.fround(2 * scale);
-  for (let i = 0; i < array.length; i += 1) array[i] = weightValue(key, i, scale2);
+  for (let i = 0; i < array.length; i += 1) array[i] = weightValue(key, first + i, scale2);
   return array;
 }
 

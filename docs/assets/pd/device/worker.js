@@ -1,15 +1,20 @@
 // The measurement, off the main thread. Started by demos/device.js when the reader presses "measure";
-// it posts {type: "progress"} messages and one {type: "result"} (or {type: "error"}), keeps nothing and
-// sends nothing anywhere. Steps: pick a backend (WebGPU if an adapter is there, else JavaScript), check
-// that its prefill and decode agree on a small model, measure the device's two ceilings, then run
-// prefill of the prompt and decode steps over as many of the model's layers as memory and time allow.
+// it posts {type: "progress"} messages and one {type: "result"} (or {type: "error", kind, message}),
+// keeps nothing and sends nothing anywhere. Steps: pick a backend (a hardware GPU through WebGPU, else
+// WebAssembly SIMD on every core, else one thread of JavaScript), check that its prefill and decode
+// agree on a small model, measure its two ceilings with microbenchmarks of their own, then run prefill
+// of the prompt (three times or more) and decode steps over as many of the model's layers as memory and
+// time allow.
 import { Model } from "./model.js";
-import { JsOps, median } from "./ops-js.js";
+import { JsOps } from "./ops-js.js";
 import { lowbias32 } from "./weights.js";
 import { deviceResult } from "./result.js";
+import { DeviceError, loadKernels } from "./wasm.js";
 
 const GEMM_SIZES = [128, 256, 384, 512, 768, 1024, 1536, 2048];
+const MIN_GEMM_N = 512; // a slow backend's small products measure its per-call latency, not its arithmetic
 const PREFILL_OVERHEAD = 1.5; // attention and element-wise work on top of the matrix products, roughly
+const MAX_WORKERS = 16;
 
 function post(message) {
   self.postMessage(message);
@@ -30,22 +35,48 @@ function jsOps(budgetBytes, lowBudgetBytes) {
     return new JsOps(budgetBytes);
   } catch (error) {
     if (error instanceof RangeError && lowBudgetBytes < budgetBytes) return new JsOps(lowBudgetBytes);
-    throw error;
+    throw new DeviceError("memory", String(error?.message || error));
   }
 }
 
-async function openBackend(wanted, budgetBytes, lowBudgetBytes = budgetBytes) {
-  if (wanted !== "js" && self.navigator?.gpu) {
+/** A module of this demo loaded on demand; a failure to load is a "load" failure. */
+async function load(path) {
+  try {
+    return await import(path);
+  } catch (error) {
+    throw new DeviceError("load", `${path}: ${error?.message || error}`);
+  }
+}
+
+/**
+ * The backend: `wanted` is "auto" (a hardware GPU, else WebAssembly, else JavaScript) or one of "webgpu",
+ * "wasm", "js" (the tests pin one). Auto never picks a software WebGPU adapter: on the CPU the
+ * WebAssembly backend is the page's faster path. Notes say what was passed over and why.
+ */
+async function openBackend(wanted, budgetBytes, lowBudgetBytes, workers) {
+  const notes = [];
+  if ((wanted === "auto" || wanted === "webgpu") && self.navigator?.gpu) {
     try {
-      const { openWebGpu } = await import("./ops-webgpu.js");
-      const ops = await openWebGpu(budgetBytes);
-      if (ops) return { ops, fellBack: null };
+      const { openWebGpu } = await load("./ops-webgpu.js");
+      const ops = await openWebGpu(budgetBytes, { allowSoftware: wanted === "webgpu" });
+      if (ops?.name === "webgpu") return { ops, notes };
+      if (ops?.skipped) notes.push("webgpu_software_skipped");
     } catch (error) {
-      return { ops: jsOps(budgetBytes, lowBudgetBytes), fellBack: String(error?.message || error) };
+      if (wanted === "webgpu") throw error;
+      notes.push("webgpu_failed");
     }
   }
-  if (wanted === "webgpu") throw new Error("WebGPU is not available in this browser");
-  return { ops: jsOps(budgetBytes, lowBudgetBytes), fellBack: null };
+  if (wanted === "webgpu") throw new DeviceError("load", "WebGPU is not available in this browser");
+  if (wanted !== "js") {
+    const kernels = await loadKernels();
+    if (kernels) {
+      const { openWasm } = await load("./ops-wasm.js");
+      return { ops: await openWasm(kernels, workers), notes };
+    }
+    if (wanted === "wasm") throw new DeviceError("load", "this browser has no WebAssembly SIMD");
+    notes.push("no_wasm_simd");
+  }
+  return { ops: jsOps(budgetBytes, lowBudgetBytes), notes };
 }
 
 /** Prefill of `tokens` vs prefill of all but the last then one decode step: the last logits must agree. */
@@ -61,7 +92,7 @@ async function selfCheck(ops, shapes, check, seed) {
   await model.prefill(tokens.slice(0, -1));
   await model.decodeStep(tokens[tokens.length - 1]);
   const decodeLogits = await model.readLogits();
-  ops.reset();
+  await ops.reset();
   let diff = 0, size = 0;
   for (let i = 0; i < prefillLogits.length; i += 1) {
     diff = Math.max(diff, Math.abs(prefillLogits[i] - decodeLogits[i]));
@@ -72,57 +103,66 @@ async function selfCheck(ops, shapes, check, seed) {
 }
 
 /**
- * The device's compute ceiling: products of growing size (2n³ FLOPs each), the best rate kept. Small ones
- * measure mostly the backend's per-call latency (a GPU submission), so sizes grow until one takes the
- * mode's time cap or the memory budget stops them.
+ * The compute ceiling of the JavaScript and WebGPU backends: square products of growing size (2n³ FLOPs
+ * each), the best rate kept; small ones measure mostly a GPU's per-call latency, so sizes grow until one
+ * takes the mode's time cap or the memory budget stops them.
  */
-async function measureCompute(ops, mode, budgetBytes, onProgress) {
+async function squareProducts(ops, mode, budgetBytes, fixedS, onProgress) {
   let best = { n: 0, gflops: 0 };
+  const net = (seconds) => Math.max(seconds - fixedS, seconds / 100); // a GPU's fixed wait is no part of the product
   for (const [i, n] of GEMM_SIZES.entries()) {
     if (3 * n * n * 4 > budgetBytes) break;
-    const seconds = await ops.gemmSeconds(n, 1);
+    const seconds = net(await ops.gemmSeconds(n, 1));
     const gflops = (2 * n ** 3) / seconds / 1e9;
     if (gflops > best.gflops) best = { n, gflops };
     onProgress((i + 1) / GEMM_SIZES.length);
-    if (seconds > mode.gemm_cap_s) break;
+    if (seconds > mode.gemm_cap_s && n >= MIN_GEMM_N) break; // at least as large as prefill's products
   }
-  if (mode.repeats > 1) {
-    const seconds = await ops.gemmSeconds(best.n, mode.repeats);
-    best.gflops = Math.max(best.gflops, (2 * best.n ** 3) / seconds / 1e9);
-  }
-  return best;
+  const seconds = net(await ops.gemmSeconds(best.n, Math.max(3, mode.repeats)));
+  best.gflops = Math.max(best.gflops, (2 * best.n ** 3) / seconds / 1e9);
+  return { gflops: best.gflops, shape: { T: best.n, N: best.n, K: best.n } };
 }
 
-async function measure({ demo, mode: modeName, backend, deviceMemory }) {
+/** Both ceilings, each its own microbenchmark (never raised by what a phase reached). */
+async function ceilings(ops, plan, mode, budget, lowMemory, fixedMs) {
+  progress("compute", 0.05);
+  const compute = ops.computeCeiling
+    ? await ops.computeCeiling(plan.ceiling_repeats)
+    : await squareProducts(ops, mode, budget, fixedMs / 1000, (f) => progress("compute", 0.05 + 0.1 * f));
+  progress("bandwidth", 0.16);
+  const wanted = lowMemory ? plan.low_memory_stream_bytes : plan.stream_bytes;
+  if (ops.streamCeiling) return { compute, stream: await ops.streamCeiling(wanted, plan.least_stream_bytes, plan.ceiling_repeats) };
+  const bytes = Math.min(wanted, Math.floor(budget * 0.9));
+  const seconds = await ops.streamSeconds(bytes, plan.ceiling_repeats);
+  return { compute, stream: { gbps: bytes / Math.max(seconds - fixedMs / 1000, seconds / 100) / 1e9, bytes } };
+}
+
+async function measure({ demo, mode: modeName, backend, deviceMemory, workers: wantedWorkers }) {
   const started = performance.now();
   const { plan, model: shapes, costs, workload } = demo;
   const mode = plan.modes[modeName];
   const lowMemory = Number.isFinite(deviceMemory) && deviceMemory <= 2;
   let budget = lowMemory ? plan.low_memory_budget_bytes : plan.memory_budget_bytes;
+  const workers = Math.max(1, Math.min(MAX_WORKERS, wantedWorkers || self.navigator?.hardwareConcurrency || 1));
   progress("backend", 0);
-  let { ops, fellBack } = await openBackend(backend, budget, plan.low_memory_budget_bytes);
+  let { ops, notes } = await openBackend(backend, budget, plan.low_memory_budget_bytes, workers);
   if (ops.lowEnd) budget = Math.min(budget, plan.low_memory_budget_bytes);
   budget = Math.min(budget, ops.capacityBytes);
-  const notes = [];
-  if (fellBack) notes.push("webgpu_failed");
   if (lowMemory || budget < plan.memory_budget_bytes) notes.push("low_memory");
 
   progress("check", 0.02);
   let check = await selfCheck(ops, shapes, plan.check, workload.weight_seed);
   if (!check.passed && ops.name === "webgpu" && backend !== "webgpu") {
-    // This GPU's results are wrong: measure with JavaScript rather than show a fast wrong answer.
+    // This GPU's results are wrong: measure on the CPU rather than show a fast wrong answer.
     ops.destroy();
-    ({ ops } = await openBackend("js", budget, plan.low_memory_budget_bytes));
+    ({ ops } = await openBackend("wasm", budget, plan.low_memory_budget_bytes, workers));
     notes.push("webgpu_failed");
     check = await selfCheck(ops, shapes, plan.check, workload.weight_seed);
   }
-  if (!check.passed) throw new Error(`prefill and decode disagree on ${ops.name} (relative difference ${check.max_rel_diff})`);
+  if (!check.passed) throw new DeviceError("kernel", `prefill and decode disagree on ${ops.name} (relative difference ${check.max_rel_diff})`);
 
-  const compute = await measureCompute(ops, mode, budget, (f) => progress("compute", 0.05 + 0.1 * f));
-  const streamBytes = Math.min(plan.stream_bytes, Math.floor(budget * 0.9));
-  progress("bandwidth", 0.16);
-  const streamSeconds = await ops.streamSeconds(streamBytes, Math.max(3, mode.repeats));
-  const gbps = streamBytes / streamSeconds / 1e9;
+  const fixedMs = ops.fixedWaitMs ? await ops.fixedWaitMs() : 0;
+  const peaks = await ceilings(ops, plan, mode, budget, lowMemory, fixedMs);
 
   // As many layers as fit the memory budget and the mode's time budget (at least one).
   const prompt = workload.prompt_tokens;
@@ -130,14 +170,14 @@ async function measure({ demo, mode: modeName, backend, deviceMemory }) {
     maxRows: prompt };
   let byMemory = 0;
   const most = Math.min(plan.max_layers, shapes.n_layers);
-  while (byMemory < most && Model.bytesNeeded(shapes, { ...sizes, layers: byMemory + 1 }) <= budget) byMemory += 1;
-  if (byMemory === 0) throw new Error(`not enough memory for one layer within ${budget} bytes`);
-  // A slow device repeats prefill fewer times before it measures fewer layers (one layer, once, at least).
-  const prefillSeconds = PREFILL_OVERHEAD * costs.prefill.per_layer.flops / (compute.gflops * 1e9);
-  const decodeSeconds = mode.decode_steps * costs.decode.per_layer.bytes / (gbps * 1e9);
-  const repeats = Math.max(1, Math.min(mode.repeats, Math.floor((mode.phase_budget_s - decodeSeconds) / prefillSeconds)));
+  const extra = ops.extraBytes ? ops.extraBytes(shapes, sizes) : 0;
+  while (byMemory < most && Model.bytesNeeded(shapes, { ...sizes, layers: byMemory + 1 }) + extra <= budget) byMemory += 1;
+  if (byMemory === 0) throw new DeviceError("memory", `not enough memory for one layer within ${budget} bytes`);
+  const repeats = Math.max(3, mode.repeats);
+  const prefillSeconds = PREFILL_OVERHEAD * costs.prefill.per_layer.flops / (peaks.compute.gflops * 1e9);
+  const decodeSeconds = mode.decode_steps * costs.decode.per_layer.bytes / (peaks.stream.gbps * 1e9);
   const byTime = Math.max(1, Math.floor(mode.phase_budget_s / (repeats * prefillSeconds + decodeSeconds)));
-  const layers = Math.min(byMemory, byTime);
+  const layers = Math.min(byMemory, byTime, mode.max_layers ?? most);
 
   progress("build", 0.2, { layers });
   const model = new Model(ops, shapes, { ...sizes, layers, seed: workload.weight_seed });
@@ -146,7 +186,7 @@ async function measure({ demo, mode: modeName, backend, deviceMemory }) {
   const tokens = seededTokens(prompt + mode.decode_steps, sizes.vocabRows, workload.weight_seed + 1);
   const prefills = [];
   for (let r = 0; r < repeats; r += 1) {
-    progress("prefill", 0.25 + 0.55 * r / repeats, { layers });
+    progress("prefill", 0.25 + 0.55 * r / repeats, { layers, repeat: r + 1, repeats });
     model.reset();
     prefills.push(await model.prefill(tokens.slice(0, prompt)));
   }
@@ -156,14 +196,18 @@ async function measure({ demo, mode: modeName, backend, deviceMemory }) {
     progress("decode", 0.8 + 0.2 * (s + 1) / mode.decode_steps, { layers });
   }
   ops.destroy();
-  const timed = (runs) => ({ layersMs: median(runs.map((r) => r.layersMs)), headMs: median(runs.map((r) => r.headMs)) });
   return deviceResult({
-    demo, backend: ops.name, adapter: ops.adapterInfo || null, software: ops.software !== false, notes,
-    mode: modeName, peaks: { gflops: compute.gflops, gemmN: compute.n, gbps, streamBytes },
-    layers, vocabRows: sizes.vocabRows, prefill: timed(prefills), decode: timed(decodes),
-    decodeSteps: mode.decode_steps, prefillRepeats: repeats, check: { passed: check.passed, max_rel_diff: check.max_rel_diff },
+    demo, backend: ops.name, variant: ops.variant || null, workers: ops.name === "wasm" ? ops.workers : 1,
+    adapter: ops.adapterInfo || null, software: ops.software === true || ops.name === "js", notes, mode: modeName,
+    peaks, fixedMs, ceilingRuns: plan.ceiling_repeats,
+    layers, vocabRows: sizes.vocabRows, prefills, decodes, check: { passed: check.passed, max_rel_diff: check.max_rel_diff },
     memoryBytes, elapsedS: (performance.now() - started) / 1000,
   });
+}
+
+function failure(error) {
+  const kind = error?.kind || "kernel"; // a RuntimeError from a kernel, a GPU validation error…
+  return { type: "error", kind, message: String(error?.message || error) };
 }
 
 self.addEventListener("message", async ({ data }) => {
@@ -172,13 +216,14 @@ self.addEventListener("message", async ({ data }) => {
       post({ type: "result", result: await measure(data) });
     } else if (data?.type === "check") {
       // For the tests: the small model's logits on a chosen backend, compared with numpy there.
-      const { ops } = await openBackend(data.backend, 16e6);
+      const { ops } = await openBackend(data.backend, 16e6, 16e6, data.workers || 2);
       const check = await selfCheck(ops, data.shapes, data.check, data.seed);
       ops.destroy();
-      post({ type: "check", backend: ops.name, ...check,
+      post({ type: "check", backend: ops.name, workers: ops.workers || 1, variant: ops.variant || null, ...check,
         prefillLogits: Array.from(check.prefillLogits), decodeLogits: Array.from(check.decodeLogits) });
     }
   } catch (error) {
-    post({ type: "error", message: String(error?.message || error) });
+    post(failure(error));
   }
 });
+

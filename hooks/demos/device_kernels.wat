@@ -1,0 +1,370 @@
+;; The CPU kernels of the device demo, in WebAssembly text with 128-bit SIMD (f32x4).
+;;
+;; The build turns this text into two binaries with wasmtime's wat2wasm (hooks/demos/wasm.py): in
+;; kernels-relaxed.wasm every MADD a b c (a × b + c) below becomes relaxed-SIMD's fused `f32x4.relaxed_madd`,
+;; in kernels-simd.wasm it becomes `f32x4.add (f32x4.mul a b) c` (browsers without relaxed SIMD). The
+;; worker loads the first the browser validates. The tests run the same binaries from Python against numpy.
+;;
+;; Every pointer is a byte offset into the module's own memory, every array float32, row-major.
+;; `matmul` needs K to be a multiple of 8; `stream_sum` needs a multiple of 128 bytes.
+(module
+  (memory (export "memory") 1 65536)
+
+  ;; The four lanes of v added together.
+  (func $hsum (param $v v128) (result f32)
+    (f32.add
+      (f32.add (f32x4.extract_lane 0 (local.get $v)) (f32x4.extract_lane 1 (local.get $v)))
+      (f32.add (f32x4.extract_lane 2 (local.get $v)) (f32x4.extract_lane 3 (local.get $v)))))
+
+  ;; Store s at y, or add it to what is there when $acc is 1 (the residual stream).
+  (func $put (param $y i32) (param $s f32) (param $acc i32)
+    (if (local.get $acc)
+      (then (local.set $s (f32.add (local.get $s) (f32.load (local.get $y))))))
+    (f32.store (local.get $y) (local.get $s)))
+
+  ;; One dot product of K floats (a row of x with a row of W): the kernel of the leftover rows.
+  (func $dot1 (param $x i32) (param $w i32) (param $K i32) (result f32)
+    (local $s v128) (local $end i32)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $K) (i32.const 2))))
+    (block $done
+      (loop $k
+        (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
+        (local.set $s (MADD (v128.load (local.get $x)) (v128.load (local.get $w)) (local.get $s)))
+        (local.set $x (i32.add (local.get $x) (i32.const 16)))
+        (local.set $w (i32.add (local.get $w) (i32.const 16)))
+        (br $k)))
+    (call $hsum (local.get $s)))
+
+  ;; Four rows of x against two rows of W: eight dot products, eight accumulators, each load used
+  ;; two or four times. Writes y[0..1], y[N..N+1], y[2N..], y[3N..] (ys: N × 4 bytes).
+  (func $tile4x2 (param $x0 i32) (param $w0 i32) (param $y i32) (param $K i32) (param $ys i32) (param $acc i32)
+    (local $x1 i32) (local $x2 i32) (local $x3 i32) (local $w1 i32) (local $end i32)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $b0 v128) (local $b1 v128)
+    (local $c00 v128) (local $c01 v128) (local $c10 v128) (local $c11 v128)
+    (local $c20 v128) (local $c21 v128) (local $c30 v128) (local $c31 v128)
+    (local.set $x1 (i32.add (local.get $x0) (i32.shl (local.get $K) (i32.const 2))))
+    (local.set $x2 (i32.add (local.get $x1) (i32.shl (local.get $K) (i32.const 2))))
+    (local.set $x3 (i32.add (local.get $x2) (i32.shl (local.get $K) (i32.const 2))))
+    (local.set $w1 (i32.add (local.get $w0) (i32.shl (local.get $K) (i32.const 2))))
+    (local.set $end (local.get $x1))
+    (block $done
+      (loop $k
+        (br_if $done (i32.ge_u (local.get $x0) (local.get $end)))
+        (local.set $b0 (v128.load (local.get $w0)))
+        (local.set $b1 (v128.load (local.get $w1)))
+        (local.set $a0 (v128.load (local.get $x0)))
+        (local.set $a1 (v128.load (local.get $x1)))
+        (local.set $c00 (MADD (local.get $a0) (local.get $b0) (local.get $c00)))
+        (local.set $c01 (MADD (local.get $a0) (local.get $b1) (local.get $c01)))
+        (local.set $c10 (MADD (local.get $a1) (local.get $b0) (local.get $c10)))
+        (local.set $c11 (MADD (local.get $a1) (local.get $b1) (local.get $c11)))
+        (local.set $a2 (v128.load (local.get $x2)))
+        (local.set $a3 (v128.load (local.get $x3)))
+        (local.set $c20 (MADD (local.get $a2) (local.get $b0) (local.get $c20)))
+        (local.set $c21 (MADD (local.get $a2) (local.get $b1) (local.get $c21)))
+        (local.set $c30 (MADD (local.get $a3) (local.get $b0) (local.get $c30)))
+        (local.set $c31 (MADD (local.get $a3) (local.get $b1) (local.get $c31)))
+        (local.set $b0 (v128.load offset=16 (local.get $w0)))
+        (local.set $b1 (v128.load offset=16 (local.get $w1)))
+        (local.set $a0 (v128.load offset=16 (local.get $x0)))
+        (local.set $a1 (v128.load offset=16 (local.get $x1)))
+        (local.set $c00 (MADD (local.get $a0) (local.get $b0) (local.get $c00)))
+        (local.set $c01 (MADD (local.get $a0) (local.get $b1) (local.get $c01)))
+        (local.set $c10 (MADD (local.get $a1) (local.get $b0) (local.get $c10)))
+        (local.set $c11 (MADD (local.get $a1) (local.get $b1) (local.get $c11)))
+        (local.set $a2 (v128.load offset=16 (local.get $x2)))
+        (local.set $a3 (v128.load offset=16 (local.get $x3)))
+        (local.set $c20 (MADD (local.get $a2) (local.get $b0) (local.get $c20)))
+        (local.set $c21 (MADD (local.get $a2) (local.get $b1) (local.get $c21)))
+        (local.set $c30 (MADD (local.get $a3) (local.get $b0) (local.get $c30)))
+        (local.set $c31 (MADD (local.get $a3) (local.get $b1) (local.get $c31)))
+        (local.set $x0 (i32.add (local.get $x0) (i32.const 32)))
+        (local.set $x1 (i32.add (local.get $x1) (i32.const 32)))
+        (local.set $x2 (i32.add (local.get $x2) (i32.const 32)))
+        (local.set $x3 (i32.add (local.get $x3) (i32.const 32)))
+        (local.set $w0 (i32.add (local.get $w0) (i32.const 32)))
+        (local.set $w1 (i32.add (local.get $w1) (i32.const 32)))
+        (br $k)))
+    (call $put (local.get $y) (call $hsum (local.get $c00)) (local.get $acc))
+    (call $put (i32.add (local.get $y) (i32.const 4)) (call $hsum (local.get $c01)) (local.get $acc))
+    (local.set $y (i32.add (local.get $y) (local.get $ys)))
+    (call $put (local.get $y) (call $hsum (local.get $c10)) (local.get $acc))
+    (call $put (i32.add (local.get $y) (i32.const 4)) (call $hsum (local.get $c11)) (local.get $acc))
+    (local.set $y (i32.add (local.get $y) (local.get $ys)))
+    (call $put (local.get $y) (call $hsum (local.get $c20)) (local.get $acc))
+    (call $put (i32.add (local.get $y) (i32.const 4)) (call $hsum (local.get $c21)) (local.get $acc))
+    (local.set $y (i32.add (local.get $y) (local.get $ys)))
+    (call $put (local.get $y) (call $hsum (local.get $c30)) (local.get $acc))
+    (call $put (i32.add (local.get $y) (i32.const 4)) (call $hsum (local.get $c31)) (local.get $acc)))
+
+  ;; One row of x against four rows of W (decode's matrix-vector product): four weight streams in
+  ;; flight, each weight read once. Writes y[0..3].
+  (func $tile1x4 (param $x i32) (param $w0 i32) (param $y i32) (param $K i32) (param $acc i32)
+    (local $w1 i32) (local $w2 i32) (local $w3 i32) (local $end i32) (local $a v128)
+    (local $c0 v128) (local $c1 v128) (local $c2 v128) (local $c3 v128)
+    (local.set $w1 (i32.add (local.get $w0) (i32.shl (local.get $K) (i32.const 2))))
+    (local.set $w2 (i32.add (local.get $w1) (i32.shl (local.get $K) (i32.const 2))))
+    (local.set $w3 (i32.add (local.get $w2) (i32.shl (local.get $K) (i32.const 2))))
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $K) (i32.const 2))))
+    (block $done
+      (loop $k
+        (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
+        (local.set $a (v128.load (local.get $x)))
+        (local.set $c0 (MADD (local.get $a) (v128.load (local.get $w0)) (local.get $c0)))
+        (local.set $c1 (MADD (local.get $a) (v128.load (local.get $w1)) (local.get $c1)))
+        (local.set $c2 (MADD (local.get $a) (v128.load (local.get $w2)) (local.get $c2)))
+        (local.set $c3 (MADD (local.get $a) (v128.load (local.get $w3)) (local.get $c3)))
+        (local.set $a (v128.load offset=16 (local.get $x)))
+        (local.set $c0 (MADD (local.get $a) (v128.load offset=16 (local.get $w0)) (local.get $c0)))
+        (local.set $c1 (MADD (local.get $a) (v128.load offset=16 (local.get $w1)) (local.get $c1)))
+        (local.set $c2 (MADD (local.get $a) (v128.load offset=16 (local.get $w2)) (local.get $c2)))
+        (local.set $c3 (MADD (local.get $a) (v128.load offset=16 (local.get $w3)) (local.get $c3)))
+        (local.set $x (i32.add (local.get $x) (i32.const 32)))
+        (local.set $w0 (i32.add (local.get $w0) (i32.const 32)))
+        (local.set $w1 (i32.add (local.get $w1) (i32.const 32)))
+        (local.set $w2 (i32.add (local.get $w2) (i32.const 32)))
+        (local.set $w3 (i32.add (local.get $w3) (i32.const 32)))
+        (br $k)))
+    (call $put (local.get $y) (call $hsum (local.get $c0)) (local.get $acc))
+    (call $put (i32.add (local.get $y) (i32.const 4)) (call $hsum (local.get $c1)) (local.get $acc))
+    (call $put (i32.add (local.get $y) (i32.const 8)) (call $hsum (local.get $c2)) (local.get $acc))
+    (call $put (i32.add (local.get $y) (i32.const 12)) (call $hsum (local.get $c3)) (local.get $acc)))
+
+  ;; y (T, N) = x (T, K) · Wᵀ, W (N, K) as in PyTorch; $acc = 1 adds to y. Blocks of 64 weight rows stay
+  ;; in L2 while every input row passes over them; four input rows at a time (T < 4 or the last rows:
+  ;; one row against four weight rows).
+  (func (export "matmul") (param $x i32) (param $w i32) (param $y i32) (param $T i32) (param $N i32) (param $K i32) (param $acc i32)
+    (local $kb i32) (local $nb i32) (local $n0 i32) (local $n1 i32) (local $n i32) (local $t i32)
+    (local.set $kb (i32.shl (local.get $K) (i32.const 2)))
+    (local.set $nb (i32.shl (local.get $N) (i32.const 2)))
+    (block $blocks_done
+      (loop $blocks
+        (br_if $blocks_done (i32.ge_u (local.get $n0) (local.get $N)))
+        (local.set $n1 (select (i32.add (local.get $n0) (i32.const 64)) (local.get $N)
+                               (i32.lt_u (i32.add (local.get $n0) (i32.const 64)) (local.get $N))))
+        ;; four rows of x at a time
+        (local.set $t (i32.const 0))
+        (block $rows4_done
+          (loop $rows4
+            (br_if $rows4_done (i32.gt_u (i32.add (local.get $t) (i32.const 4)) (local.get $T)))
+            (local.set $n (local.get $n0))
+            (block $pairs_done
+              (loop $pairs
+                (br_if $pairs_done (i32.gt_u (i32.add (local.get $n) (i32.const 2)) (local.get $n1)))
+                (call $tile4x2
+                  (i32.add (local.get $x) (i32.mul (local.get $t) (local.get $kb)))
+                  (i32.add (local.get $w) (i32.mul (local.get $n) (local.get $kb)))
+                  (i32.add (local.get $y) (i32.add (i32.mul (local.get $t) (local.get $nb)) (i32.shl (local.get $n) (i32.const 2))))
+                  (local.get $K) (local.get $nb) (local.get $acc))
+                (local.set $n (i32.add (local.get $n) (i32.const 2)))
+                (br $pairs)))
+            (if (i32.lt_u (local.get $n) (local.get $n1))  ;; an odd weight row left in this block
+              (then (call $column4 (local.get $x) (local.get $w) (local.get $y) (local.get $t) (local.get $n)
+                                   (local.get $K) (local.get $N) (local.get $acc))))
+            (local.set $t (i32.add (local.get $t) (i32.const 4)))
+            (br $rows4)))
+        ;; the rows left (all of them when T < 4: decode)
+        (block $rows1_done
+          (loop $rows1
+            (br_if $rows1_done (i32.ge_u (local.get $t) (local.get $T)))
+            (local.set $n (local.get $n0))
+            (block $quads_done
+              (loop $quads
+                (br_if $quads_done (i32.gt_u (i32.add (local.get $n) (i32.const 4)) (local.get $n1)))
+                (call $tile1x4
+                  (i32.add (local.get $x) (i32.mul (local.get $t) (local.get $kb)))
+                  (i32.add (local.get $w) (i32.mul (local.get $n) (local.get $kb)))
+                  (i32.add (local.get $y) (i32.add (i32.mul (local.get $t) (local.get $nb)) (i32.shl (local.get $n) (i32.const 2))))
+                  (local.get $K) (local.get $acc))
+                (local.set $n (i32.add (local.get $n) (i32.const 4)))
+                (br $quads)))
+            (block $singles_done
+              (loop $singles
+                (br_if $singles_done (i32.ge_u (local.get $n) (local.get $n1)))
+                (call $put
+                  (i32.add (local.get $y) (i32.add (i32.mul (local.get $t) (local.get $nb)) (i32.shl (local.get $n) (i32.const 2))))
+                  (call $dot1 (i32.add (local.get $x) (i32.mul (local.get $t) (local.get $kb)))
+                              (i32.add (local.get $w) (i32.mul (local.get $n) (local.get $kb))) (local.get $K))
+                  (local.get $acc))
+                (local.set $n (i32.add (local.get $n) (i32.const 1)))
+                (br $singles)))
+            (local.set $t (i32.add (local.get $t) (i32.const 1)))
+            (br $rows1)))
+        (local.set $n0 (local.get $n1))
+        (br $blocks))))
+
+  ;; Weight row n against input rows t…t+3 (the odd row of a block).
+  (func $column4 (param $x i32) (param $w i32) (param $y i32) (param $t i32) (param $n i32) (param $K i32) (param $N i32) (param $acc i32)
+    (local $i i32)
+    (block $done
+      (loop $rows
+        (br_if $done (i32.ge_u (local.get $i) (i32.const 4)))
+        (call $put
+          (i32.add (local.get $y) (i32.shl (i32.add (i32.mul (i32.add (local.get $t) (local.get $i)) (local.get $N)) (local.get $n)) (i32.const 2)))
+          (call $dot1 (i32.add (local.get $x) (i32.shl (i32.mul (i32.add (local.get $t) (local.get $i)) (local.get $K)) (i32.const 2)))
+                      (i32.add (local.get $w) (i32.shl (i32.mul (local.get $n) (local.get $K)) (i32.const 2)))
+                      (local.get $K))
+          (local.get $acc))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $rows))))
+
+  ;; The sum of `bytes` bytes of floats from p, each read once: the streaming-read ceiling (a sum, so
+  ;; nothing is written and no store traffic is counted). Its two halves are read side by side, eight
+  ;; accumulators in all, so two streams of cache-line misses are in flight at once (about 10% faster
+  ;; than one stream on the test machine).
+  (func (export "stream_sum") (param $p i32) (param $bytes i32) (result f32)
+    (local $q i32) (local $end i32)
+    (local $s0 v128) (local $s1 v128) (local $s2 v128) (local $s3 v128)
+    (local $s4 v128) (local $s5 v128) (local $s6 v128) (local $s7 v128)
+    (local.set $q (i32.add (local.get $p) (i32.shr_u (local.get $bytes) (i32.const 1))))
+    (local.set $end (local.get $q))
+    (block $done
+      (loop $read
+        (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $s0 (f32x4.add (local.get $s0) (v128.load (local.get $p))))
+        (local.set $s1 (f32x4.add (local.get $s1) (v128.load offset=16 (local.get $p))))
+        (local.set $s2 (f32x4.add (local.get $s2) (v128.load offset=32 (local.get $p))))
+        (local.set $s3 (f32x4.add (local.get $s3) (v128.load offset=48 (local.get $p))))
+        (local.set $s4 (f32x4.add (local.get $s4) (v128.load (local.get $q))))
+        (local.set $s5 (f32x4.add (local.get $s5) (v128.load offset=16 (local.get $q))))
+        (local.set $s6 (f32x4.add (local.get $s6) (v128.load offset=32 (local.get $q))))
+        (local.set $s7 (f32x4.add (local.get $s7) (v128.load offset=48 (local.get $q))))
+        (local.set $p (i32.add (local.get $p) (i32.const 64)))
+        (local.set $q (i32.add (local.get $q) (i32.const 64)))
+        (br $read)))
+    (call $hsum (f32x4.add (f32x4.add (f32x4.add (local.get $s0) (local.get $s1)) (f32x4.add (local.get $s2) (local.get $s3)))
+                           (f32x4.add (f32x4.add (local.get $s4) (local.get $s5)) (f32x4.add (local.get $s6) (local.get $s7))))))
+
+  ;; e^x in four lanes, for x ≤ 0 (attention's scores less their maximum; below -87 the result is ~0):
+  ;; 2^(x·log2 e) as 2^n (written into the exponent bits) times 2^f, f in [0, 1), by its Taylor
+  ;; polynomial of degree 7 (relative error under 2e-6). WebAssembly has no exp instruction.
+  (func $exp4 (param $x v128) (result v128)
+    (local $t v128) (local $n v128) (local $f v128) (local $p v128)
+    (local.set $t (f32x4.mul (f32x4.max (local.get $x) (v128.const f32x4 -87 -87 -87 -87))
+                             (v128.const f32x4 1.442695041 1.442695041 1.442695041 1.442695041)))
+    (local.set $n (f32x4.floor (local.get $t)))
+    (local.set $f (f32x4.sub (local.get $t) (local.get $n)))
+    (local.set $p (v128.const f32x4 1.525273e-5 1.525273e-5 1.525273e-5 1.525273e-5))
+    (local.set $p (MADD (local.get $p) (local.get $f) (v128.const f32x4 1.540353e-4 1.540353e-4 1.540353e-4 1.540353e-4)))
+    (local.set $p (MADD (local.get $p) (local.get $f) (v128.const f32x4 1.3333558e-3 1.3333558e-3 1.3333558e-3 1.3333558e-3)))
+    (local.set $p (MADD (local.get $p) (local.get $f) (v128.const f32x4 9.6181291e-3 9.6181291e-3 9.6181291e-3 9.6181291e-3)))
+    (local.set $p (MADD (local.get $p) (local.get $f) (v128.const f32x4 5.5504109e-2 5.5504109e-2 5.5504109e-2 5.5504109e-2)))
+    (local.set $p (MADD (local.get $p) (local.get $f) (v128.const f32x4 0.24022651 0.24022651 0.24022651 0.24022651)))
+    (local.set $p (MADD (local.get $p) (local.get $f) (v128.const f32x4 0.69314718 0.69314718 0.69314718 0.69314718)))
+    (local.set $p (MADD (local.get $p) (local.get $f) (v128.const f32x4 1 1 1 1)))
+    (f32x4.mul (local.get $p)
+      (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $n)) (v128.const i32x4 127 127 127 127)) (i32.const 23))))
+
+  ;; Causal grouped-query attention, as simulations.model.attention: for each of the `rows` new tokens
+  ;; (positions pos0…) and each query head, softmax(q·kᵀ × scale) over every cached key up to its
+  ;; position, times the values. qkv rows are (heads + 2·kv_heads) × hd wide; the caches are
+  ;; (kv_heads, max_tokens, hd); out is (rows, heads × hd); scores is scratch of pos0 + rows + 4 floats.
+  ;; hd must be a multiple of 16: each pass keeps 16 floats (four vectors) in four accumulators.
+  (func (export "attention") (param $qkv i32) (param $kc i32) (param $vc i32) (param $out i32) (param $scores i32)
+        (param $rows i32) (param $pos0 i32) (param $heads i32) (param $kvh i32) (param $hd i32) (param $maxT i32) (param $scale f32)
+    (local $t i32) (local $h i32) (local $j i32) (local $i i32) (local $keys i32) (local $q i32) (local $kbase i32)
+    (local $row i32) (local $o i32) (local $hdb i32) (local $stride i32) (local $sp i32) (local $send i32)
+    (local $max f32) (local $sum f32) (local $s f32) (local $w v128) (local $m v128)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
+    (local.set $hdb (i32.shl (local.get $hd) (i32.const 2)))
+    (local.set $stride (i32.mul (i32.add (local.get $heads) (i32.shl (local.get $kvh) (i32.const 1))) (local.get $hdb)))
+    (block $t_done
+      (loop $tokens
+        (br_if $t_done (i32.ge_u (local.get $t) (local.get $rows)))
+        (local.set $keys (i32.add (i32.add (local.get $pos0) (local.get $t)) (i32.const 1)))
+        (local.set $send (i32.add (local.get $scores) (i32.shl (local.get $keys) (i32.const 2))))
+        (local.set $h (i32.const 0))
+        (block $h_done
+          (loop $heads_loop
+            (br_if $h_done (i32.ge_u (local.get $h) (local.get $heads)))
+            (local.set $q (i32.add (local.get $qkv) (i32.add (i32.mul (local.get $t) (local.get $stride))
+                                                               (i32.mul (local.get $h) (local.get $hdb)))))
+            ;; this query head's key-value head: h ÷ (heads ÷ kv_heads)
+            (local.set $kbase (i32.mul (i32.div_u (local.get $h) (i32.div_u (local.get $heads) (local.get $kvh)))
+                                       (i32.mul (local.get $maxT) (local.get $hdb))))
+            ;; scores[j] = q · k_j × scale, and their maximum
+            (local.set $max (f32.const -inf))
+            (local.set $row (i32.add (local.get $kc) (local.get $kbase)))
+            (local.set $sp (local.get $scores))
+            (block $s_done
+              (loop $score
+                (br_if $s_done (i32.ge_u (local.get $sp) (local.get $send)))
+                (local.set $a0 (f32x4.mul (v128.load (local.get $q)) (v128.load (local.get $row))))
+                (local.set $a1 (f32x4.mul (v128.load offset=16 (local.get $q)) (v128.load offset=16 (local.get $row))))
+                (local.set $a2 (f32x4.mul (v128.load offset=32 (local.get $q)) (v128.load offset=32 (local.get $row))))
+                (local.set $a3 (f32x4.mul (v128.load offset=48 (local.get $q)) (v128.load offset=48 (local.get $row))))
+                (local.set $i (i32.const 64))
+                (block $d_done
+                  (loop $d
+                    (br_if $d_done (i32.ge_u (local.get $i) (local.get $hdb)))
+                    (local.set $a0 (MADD (v128.load (i32.add (local.get $q) (local.get $i)))
+                                         (v128.load (i32.add (local.get $row) (local.get $i))) (local.get $a0)))
+                    (local.set $a1 (MADD (v128.load offset=16 (i32.add (local.get $q) (local.get $i)))
+                                         (v128.load offset=16 (i32.add (local.get $row) (local.get $i))) (local.get $a1)))
+                    (local.set $a2 (MADD (v128.load offset=32 (i32.add (local.get $q) (local.get $i)))
+                                         (v128.load offset=32 (i32.add (local.get $row) (local.get $i))) (local.get $a2)))
+                    (local.set $a3 (MADD (v128.load offset=48 (i32.add (local.get $q) (local.get $i)))
+                                         (v128.load offset=48 (i32.add (local.get $row) (local.get $i))) (local.get $a3)))
+                    (local.set $i (i32.add (local.get $i) (i32.const 64)))
+                    (br $d)))
+                (local.set $s (f32.mul (call $hsum (f32x4.add (f32x4.add (local.get $a0) (local.get $a1))
+                                                              (f32x4.add (local.get $a2) (local.get $a3))))
+                                       (local.get $scale)))
+                (f32.store (local.get $sp) (local.get $s))
+                (local.set $max (f32.max (local.get $max) (local.get $s)))
+                (local.set $row (i32.add (local.get $row) (local.get $hdb)))
+                (local.set $sp (i32.add (local.get $sp) (i32.const 4)))
+                (br $score)))
+            ;; weights: exp(score − max), four at a time (the scratch has room past the last), and their sum
+            (local.set $m (f32x4.splat (local.get $max)))
+            (local.set $sp (local.get $scores))
+            (block $e_done
+              (loop $e
+                (br_if $e_done (i32.ge_u (local.get $sp) (local.get $send)))
+                (v128.store (local.get $sp) (call $exp4 (f32x4.sub (v128.load (local.get $sp)) (local.get $m))))
+                (local.set $sp (i32.add (local.get $sp) (i32.const 16)))
+                (br $e)))
+            (local.set $sum (f32.const 0))
+            (local.set $sp (local.get $scores))
+            (block $u_done
+              (loop $u
+                (br_if $u_done (i32.ge_u (local.get $sp) (local.get $send)))
+                (local.set $sum (f32.add (local.get $sum) (f32.load (local.get $sp))))
+                (local.set $sp (i32.add (local.get $sp) (i32.const 4)))
+                (br $u)))
+            ;; out = Σ_j weight_j · v_j ÷ sum, sixteen floats of the head at a time
+            (local.set $o (i32.add (local.get $out) (i32.mul (i32.add (i32.mul (local.get $t) (local.get $heads)) (local.get $h))
+                                                             (local.get $hdb))))
+            (local.set $m (f32x4.splat (f32.div (f32.const 1) (local.get $sum))))
+            (local.set $i (i32.const 0))
+            (block $c_done
+              (loop $chunks
+                (br_if $c_done (i32.ge_u (local.get $i) (local.get $hdb)))
+                (local.set $a0 (v128.const f32x4 0 0 0 0))
+                (local.set $a1 (v128.const f32x4 0 0 0 0))
+                (local.set $a2 (v128.const f32x4 0 0 0 0))
+                (local.set $a3 (v128.const f32x4 0 0 0 0))
+                (local.set $row (i32.add (local.get $vc) (i32.add (local.get $kbase) (local.get $i))))
+                (local.set $sp (local.get $scores))
+                (block $v_done
+                  (loop $values
+                    (br_if $v_done (i32.ge_u (local.get $sp) (local.get $send)))
+                    (local.set $w (v128.load32_splat (local.get $sp)))
+                    (local.set $a0 (MADD (local.get $w) (v128.load (local.get $row)) (local.get $a0)))
+                    (local.set $a1 (MADD (local.get $w) (v128.load offset=16 (local.get $row)) (local.get $a1)))
+                    (local.set $a2 (MADD (local.get $w) (v128.load offset=32 (local.get $row)) (local.get $a2)))
+                    (local.set $a3 (MADD (local.get $w) (v128.load offset=48 (local.get $row)) (local.get $a3)))
+                    (local.set $row (i32.add (local.get $row) (local.get $hdb)))
+                    (local.set $sp (i32.add (local.get $sp) (i32.const 4)))
+                    (br $values)))
+                (v128.store (i32.add (local.get $o) (local.get $i)) (f32x4.mul (local.get $a0) (local.get $m)))
+                (v128.store offset=16 (i32.add (local.get $o) (local.get $i)) (f32x4.mul (local.get $a1) (local.get $m)))
+                (v128.store offset=32 (i32.add (local.get $o) (local.get $i)) (f32x4.mul (local.get $a2) (local.get $m)))
+                (v128.store offset=48 (i32.add (local.get $o) (local.get $i)) (f32x4.mul (local.get $a3) (local.get $m)))
+                (local.set $i (i32.add (local.get $i) (i32.const 64)))
+                (br $chunks)))
+            (local.set $h (i32.add (local.get $h) (i32.const 1)))
+            (br $heads_loop)))
+        (local.set $t (i32.add (local.get $t) (i32.const 1)))
+        (br $tokens))))
+)
