@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from .generate import choose_token
+from .generate import Request
 from .loader import LoadedModel
-from .model import KVCache, decode_batch, decode_step, mixed_step, prefill
+from .model import KVCache, decode_batch, mixed_step, prefill
 from .sweep import PASSAGE
 
 DISTINCT_PROMPTS = 4  # prompts prefilled for real; the other users' caches copy them
@@ -84,48 +84,54 @@ def two_users(model: LoadedModel, context: int, prompt_tokens: int, chunk_tokens
 
 
 def play_two_users(model: LoadedModel, context: int, prompt: np.ndarray, chunk_tokens: int | None) -> list[dict]:
-    """The events of one two-users timeline (see `two_users`); chunk_tokens None prefills the prompt whole."""
+    """The events of one two-users timeline (see `two_users`); chunk_tokens None prefills the prompt whole.
+
+    Each user is a `generate.Request` (greedy): this loop only decides which passes run together, as a
+    server's scheduler does, and hands each sequence its logits."""
     weights, config = model.weights, model.config
     chunks = [prompt] if chunk_tokens is None else [prompt[i:i + chunk_tokens] for i in range(0, len(prompt), chunk_tokens)]
-    streaming = prefilled_caches(model, 1, context, STREAMED_BEFORE_ARRIVAL + len(chunks)
-                                 + DECODE_STEPS_AFTER_FIRST_TOKEN)[0]
-    arriving = KVCache.empty(config, len(prompt) + DECODE_STEPS_AFTER_FIRST_TOKEN)
-    token = int(user_prompt(model, 0, context)[-1])
+    room = STREAMED_BEFORE_ARRIVAL + len(chunks) + DECODE_STEPS_AFTER_FIRST_TOKEN
+    streaming = Request(model, user_prompt(model, 0, context)[-1:], max_new_tokens=room + 1, stop_at_eos=False,
+                         cache=prefilled_caches(model, 1, context - 1, room + 1)[0])
+    arriving = Request(model, prompt, max_new_tokens=DECODE_STEPS_AFTER_FIRST_TOKEN + 1, stop_at_eos=False)
     # Untimed: one pass of the first chunk's shape, so that no chunk on the clock pays a first call's costs
     # (BLAS's threads starting, pages of a new cache) that the whole prompt's single pass would not.
-    mixed_step(weights, config, [token], [KVCache.empty(config, 1)], chunks[0], KVCache.empty(config, len(chunks[0])))
-    streamed_before = []
-    for _ in range(STREAMED_BEFORE_ARRIVAL):
-        token = greedy(decode_step(weights, config, token, streaming))
-        streamed_before.append(time.perf_counter())
-    arrival = time.perf_counter()
-    events = [{"user": "streaming", "t_ms": (t - arrival) * 1000, "what": "token"} for t in streamed_before]
+    mixed_step(weights, config, [0], [KVCache.empty(config, 1)], chunks[0], KVCache.empty(config, len(chunks[0])))
+    started = time.perf_counter()
+    clock = lambda: (time.perf_counter() - started) * 1000  # noqa: E731
+    events: list[dict] = []
 
-    def happened(user: str, what: str) -> None:
-        events.append({"user": user, "t_ms": (time.perf_counter() - arrival) * 1000, "what": what})
+    def happened(user: str, what: str, at: float) -> None:
+        events.append({"user": user, "t_ms": at, "what": what})
 
+    for _ in range(STREAMED_BEFORE_ARRIVAL):  # the streaming user alone: its prompt's last token, then decode
+        before = clock()
+        streaming.take(streaming.run_alone(), before, clock())
+        happened("streaming", "token", clock())
+    arrival = clock()
     if chunk_tokens is None:  # the streaming user waits for the whole prompt
-        new_token = greedy(prefill(weights, config, prompt, arriving)[-1])
-        happened("arriving", "token")
-    else:  # each chunk rides along with the streaming user's decode row
+        arriving.take(arriving.run_alone(), arrival, clock())
+        happened("arriving", "token", clock())
+    else:  # each chunk rides along with the streaming user's decode row, in one pass
         for i, chunk in enumerate(chunks):
-            decode_logits, chunk_logits = mixed_step(weights, config, [token], [streaming], chunk, arriving)
-            token = greedy(decode_logits[0])
-            happened("streaming", "token")
-            happened("arriving", "token" if i == len(chunks) - 1 else "prefill")
-            events[-1]["t_ms"] = events[-2]["t_ms"]  # one pass: one moment
-        new_token = greedy(chunk_logits)
-    for _ in range(DECODE_STEPS_AFTER_FIRST_TOKEN):
-        logits = decode_batch(weights, config, [token, new_token], [streaming, arriving])
-        token, new_token = greedy(logits[0]), greedy(logits[1])
-        happened("streaming", "token")
-        happened("arriving", "token")
-        events[-1]["t_ms"] = events[-2]["t_ms"]
-    return events
+            before = clock()
+            decode_logits, chunk_logits = mixed_step(weights, config, streaming.consumed, [streaming.cache], chunk,
+                                                     arriving.cache)
+            now = clock()
+            streaming.take(decode_logits[0], before, now)
+            happened("streaming", "token", now)
+            if i == len(chunks) - 1:
+                arriving.take(chunk_logits, arrival, now)
+            happened("arriving", "token" if i == len(chunks) - 1 else "prefill", now)
+    for _ in range(DECODE_STEPS_AFTER_FIRST_TOKEN):  # both decode together: one batched pass
+        before = clock()
+        logits = decode_batch(weights, config, [*streaming.consumed, *arriving.consumed],
+                              [streaming.cache, arriving.cache])
+        now = clock()
+        streaming.take(logits[0], before, now)
+        arriving.take(logits[1], before, now)
+        happened("streaming", "token", now)
+        happened("arriving", "token", now)
+    return [{**event, "t_ms": event["t_ms"] - arrival} for event in events]
 
 
-
-
-def greedy(logits: np.ndarray) -> int:
-    """The next token as `generate` chooses it at temperature 0."""
-    return choose_token(logits, 0.0, None, np.random.default_rng(0))
