@@ -34,7 +34,7 @@ import numpy as np
 from . import kernels, parallel
 from .config import ModelConfig
 from .cost import FLOAT32_BYTES
-from .parallel import for_each, for_row_blocks
+from .parallel import for_each, for_row_blocks, usable_cores
 
 F32 = np.float32
 # Largest attention score block (bytes) built at once: prefill processes queries in chunks so a
@@ -279,7 +279,9 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, observer: Observer = 
     q = q.reshape(tq, n_kv, rep, hd).transpose(1, 2, 0, 3)  # (kv_heads, rep, Tq, hd)
     out = np.empty((n_kv, rep, tq, hd), dtype=F32)
     past = lk - tq  # keys that precede the first query
-    chunk = max(1, min(MAX_QUERY_BLOCK, ATTENTION_BLOCK_BYTES // (n_heads * lk * FLOAT32_BYTES)))
+    # At least one block per core: a short prompt's queries (under a few hundred) would otherwise be one block,
+    # attended on one core while the others wait.
+    chunk = max(1, min(MAX_QUERY_BLOCK, ATTENTION_BLOCK_BYTES // (n_heads * lk * FLOAT32_BYTES), -(-tq // usable_cores())))
 
     def query_block(start: int) -> None:
         stop = min(tq, start + chunk)
