@@ -15,6 +15,7 @@ from mkdocs.exceptions import PluginError
 
 from hooks.claims.check import show_raw
 from hooks.claims.sources import FoundClaim, find_all, languages
+from hooks.demos import site
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,11 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.lang and args.lang not in known:
         print(f"{docs_dir}: no language {args.lang!r} — allowed: {', '.join(known) or 'none'}", file=sys.stderr)
         return 2
-    from hooks.demos.site import default_measurements
-
     try:
         found = list(find_all(project_dir, docs_dir, [args.lang] if args.lang else known,
-                              default_measurements(project_dir)))
+                              site.default_measurements(project_dir)))
     except PluginError as error:
         print(error, file=sys.stderr)
         return 2
@@ -54,6 +53,10 @@ def table(found: list[FoundClaim]) -> str:
         for name, figure in record["figures"].items():
             shown = f"text “{figure['text']}”" if figure["value"] is None else f"{show_raw(figure['value'])} ({figure['text']})"
             lines.append(f"         {name} = {shown}")
+        if record["vocabulary"]:
+            words = dict.fromkeys(f"“{w['word']}” {'not ' if w['negated'] else ''}{w['predicate']}"
+                                  + ("" if w["bound"] else " (NOT APPLIED)") for w in record["vocabulary"])
+            lines.append(f"         words: {'; '.join(words)}")
         if record.get("error"):
             lines += [f"         {line}" for line in record["error"].split("\n")]
         elif record["text"] is not None:
