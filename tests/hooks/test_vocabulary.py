@@ -191,3 +191,16 @@ def test_the_vocabulary_is_documented_where_authors_look():
     for lang in ("zh", "en"):
         assert "docs/vocabulary.yml" in (DOCS / lang / "demo-strings.yml").read_text(encoding="utf-8")
     assert "docs/vocabulary.yml" in (DOCS.parent / "hooks" / "claims" / "__init__.py").read_text(encoding="utf-8")
+
+
+def test_the_cli_lists_vocabulary_words_left_outside_claims_with_their_lines(tmp_path, capsys):
+    for lang, text in (("en", "# T\n\nDecode is memory-bound.\n\n```\nfull load\n```\n\n"
+                              "{% claim sweep.tps@128 > 0 %}far from nothing{% endclaim %} `idle`\n"),
+                       ("zh", "# T\n\n计算单元闲置。\n")):
+        (tmp_path / "docs" / lang).mkdir(parents=True)
+        (tmp_path / "docs" / lang / "demo-strings.yml").write_text("common:\n  play: x\n", encoding="utf-8")
+        (tmp_path / "docs" / lang / "x.md").write_text(text, encoding="utf-8")
+    assert claims_cli(["--words", "--project", str(tmp_path)]) == 0
+    # not the word in the fence, in the claim (checked there) or in inline code
+    assert capsys.readouterr().out.splitlines() == ["docs/en/x.md:3: “memory-bound” (memory_bound)",
+                                                   "docs/zh/x.md:3: “闲置” (idle)"]
