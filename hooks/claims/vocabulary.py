@@ -24,7 +24,7 @@ DEFAULT_PATH = Path(__file__).resolve().parents[2] / "docs" / VOCABULARY_FILE
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 # How far before a word a negation may stand: in words (spaced scripts), in characters (unspaced).
 _NEGATION_WORDS, _NEGATION_CHARS = 3, 4
-_CLAUSE_END = re.compile(r"[,.;:!?，。；：！？、()（）\n]")
+_CLAUSE_END = re.compile(r"[,.;:!?，。；：！？、()（）“”「」\"\n]")
 _HIDDEN = re.compile(r"\{\{.*?\}\}|`+[^`]*`+", re.S)  # figure references and inline code are not words
 
 
@@ -77,16 +77,25 @@ class Vocabulary:
         visible = _HIDDEN.sub(lambda m: " " * len(m.group(0)), text)
         lower = visible.lower()
         taken = [False] * len(lower)
-        found: list[WordUse] = []
+        spans: list[tuple[int, int, str]] = []
         for word in sorted(words, key=len, reverse=True):
             for match in _word_pattern(word).finditer(lower):
                 if any(taken[match.start():match.end()]):
                     continue
                 taken[match.start():match.end()] = [True] * (match.end() - match.start())
-                negation = self._negation_before(lower, match.start(), lang)
-                found.append(WordUse(visible[match.start():match.end()], words[word], negation is not None,
-                                     match.start(), words.get(negation) if negation else None))
-        return sorted(found, key=lambda use: use.offset)
+                spans.append((match.start(), match.end(), word))
+        found = []
+        for start, end, word in sorted(spans):
+            # A negation inside another word of the vocabulary (the 不 of 几乎不变) negates nothing after it.
+            others = "".join(" " if taken[i] and not any(s <= i < e for s, e, w in spans if w in self.negations_of(lang))
+                             else ch for i, ch in enumerate(lower[:start]))
+            negation = self._negation_before(others, start, lang)
+            found.append(WordUse(visible[start:end], words[word], negation is not None, start,
+                                 words.get(negation) if negation else None))
+        return found
+
+    def negations_of(self, lang: str) -> tuple[str, ...]:
+        return tuple(n.lower() for n in self.negations.get(lang, ()))
 
     def _negation_before(self, lower: str, start: int, lang: str) -> str | None:
         """The negation standing just before `start` in the same clause, if any."""

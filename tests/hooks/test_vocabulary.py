@@ -204,3 +204,9 @@ def test_the_cli_lists_vocabulary_words_left_outside_claims_with_their_lines(tmp
     # not the word in the fence, in the claim (checked there) or in inline code
     assert capsys.readouterr().out.splitlines() == ["docs/en/x.md:3: “memory-bound” (memory_bound)",
                                                    "docs/zh/x.md:3: “闲置” (idle)"]
+
+
+def test_a_negation_inside_another_word_or_before_a_quote_negates_nothing():
+    uses = VOCABULARY.uses_in("“几乎不变”“远低于”", "zh")
+    assert [(u.word, u.negated) for u in uses] == [("几乎不变", False), ("远低于", False)]
+    assert [(u.word, u.negated) for u in VOCABULARY.uses_in("并非计算密集型", "zh")] == [("计算密集型", True)]
