@@ -16,6 +16,7 @@ from mkdocs.plugins import get_plugin_logger
 from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
+from hooks import demo_hook
 from hooks.chapters import article_reading_minutes, chapter_number, chapters_of
 from hooks.parity import parity_problems
 
@@ -54,7 +55,7 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
     if slug != "index" or (_READING_TIME not in markdown and _CHAPTER_LIST not in markdown):
         return markdown
     language_dir = Path(config.docs_dir) / Path(page.file.src_uri).parts[0]
-    minutes = article_reading_minutes(language_dir)
+    minutes = article_reading_minutes(language_dir, demo_hook.printed_markdown)
     reading_time = _label(config, "reading_time", page).format(minutes=minutes)
     chapter_label = _label(config, "chapter_label", page)
     chapter_list = "\n".join(

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hooks.claims.syntax import find_claims
 from hooks.markdown_blocks import without_fences
 
 # Fixed slugs, the same in every language; the order is the reading order.
@@ -39,9 +41,21 @@ def chapter_number(slug: str) -> int | None:
     return CHAPTER_SLUGS.index(slug) + 1 if slug in CHAPTER_SLUGS else None
 
 
+def first_phrasings(markdown: str) -> str:
+    """`markdown` with each checked claim replaced by its first phrasing (a reader sees one phrasing of each;
+    the build knows which, see `article_reading_minutes`)."""
+    pieces, position = [], 0
+    for claim in find_claims(markdown):
+        text = claim.alternatives[0].text if claim.alternatives else ""
+        pieces += [markdown[position:claim.start], text]
+        position = max(position, claim.end)
+    return "".join([*pieces, markdown[position:]])
+
+
 def readable_text(markdown: str) -> str:
-    """The prose a reader reads: front matter, code/demo fences, comments and figure refs removed."""
-    text = _FRONT_MATTER.sub("", markdown)
+    """The prose a reader reads: front matter, code/demo fences, comments and figure refs removed; a claim
+    still in it counts as its first phrasing."""
+    text = _FRONT_MATTER.sub("", first_phrasings(markdown))
     text = without_fences(text)
     text = _HTML_COMMENT.sub("", text)
     return _FIGURE_REF.sub("", text)
@@ -59,9 +73,10 @@ def first_heading(markdown: str, fallback: str) -> str:
     return match.group(1).strip() if match else fallback
 
 
-def _page_text(language_dir: Path, slug: str) -> str:
+def _page_text(language_dir: Path, slug: str, printed: Callable[[Path], str | None] | None = None) -> str:
     path = language_dir / f"{slug}.md"
-    return path.read_text(encoding="utf-8") if path.exists() else ""
+    shown = printed(path) if printed else None
+    return shown if shown is not None else path.read_text(encoding="utf-8") if path.exists() else ""
 
 
 def chapters_of(language_dir: Path) -> list[Chapter]:
@@ -70,6 +85,8 @@ def chapters_of(language_dir: Path) -> list[Chapter]:
             for number, slug in enumerate(CHAPTER_SLUGS, start=1)]
 
 
-def article_reading_minutes(language_dir: Path) -> int:
-    """Reading time of the landing page plus every chapter of one language."""
-    return reading_minutes([readable_text(_page_text(language_dir, slug)) for slug in PAGE_SLUGS])
+def article_reading_minutes(language_dir: Path, printed: Callable[[Path], str | None] | None = None) -> int:
+    """Reading time of the landing page plus every chapter of one language, as printed: `printed(path)` gives
+    a page's Markdown with each claim replaced by the phrasing the build prints (None: not known, and each
+    claim then counts as its first phrasing)."""
+    return reading_minutes([readable_text(_page_text(language_dir, slug, printed)) for slug in PAGE_SLUGS])

@@ -29,6 +29,13 @@ def on_files(files: Files, *, config: MkDocsConfig) -> Files:
     return files
 
 
+def printed_markdown(path: Path) -> str | None:
+    """A page of this build as the reader gets it (each claim's phrasing that holds), for its reading time;
+    None before on_files or for a file that is not one of this build's pages."""
+    site = globals().get("_site")
+    return site.printed_markdown(path) if site else None
+
+
 def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     return _site.page_markdown(markdown, page)
 

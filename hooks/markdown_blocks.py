@@ -1,7 +1,7 @@
 """Fenced code in a page's Markdown: the one parser every hook uses to find ``` and ~~~ blocks.
 
 Demo blocks (hooks/demos/blocks.py), translation parity (hooks/parity.py), reading time (hooks/chapters.py)
-and inline figures (hooks/demos/inline_figures.py) must agree on what is a fence, so a block shown inside a
+and inline figures (hooks/demos/figure_refs.py) must agree on what is a fence, so a block shown inside a
 longer fence, an indented block or a tilde fence counts the same everywhere. Pure functions, no MkDocs.
 """
 

@@ -1,5 +1,5 @@
 """MkDocs hook: small fixes to the HTML that Markdown and Material render — row headers for comparison
-tables, a named search dialog, no head hreflang links, Material's script loaded at the reader's first
+tables, a named search dialog, heading anchors' tooltips in the page's language, no head hreflang links, Material's script loaded at the reader's first
 gesture. Chapter numbers and reading time are hooks/chapter_hook.py's.
 """
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from markupsafe import escape
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
@@ -68,8 +69,20 @@ def label_table_rows(html: str) -> str:
     return _TABLE.sub(label, html)
 
 
+_PERMALINK = re.compile(r'(<a class="headerlink" href="[^"]*" title=")Permanent link(")')
+
+
+def translate_permalinks(html: str, title: str | None) -> str:
+    """The heading anchors' tooltip in the page's language (Python-Markdown's toc writes "Permanent link"
+    whatever the language): `extra.permalink_title` of the language in mkdocs.yml."""
+    if not title:
+        return html
+    return _PERMALINK.sub(lambda m: f"{m.group(1)}{escape(title)}{m.group(2)}", html)
+
+
 def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-    return label_table_rows(html)
+    title = config.extra.get("permalink_title") if config is not None else None
+    return translate_permalinks(label_table_rows(html), title)
 
 
 def on_post_page(output: str, *, page: Page, config: MkDocsConfig) -> str:

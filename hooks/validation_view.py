@@ -31,6 +31,12 @@ def _precision_label(strings: Strings, row: dict[str, Any], lang: str) -> str:
                           bits=fmt.number(row["bits_per_weight"], lang, 2))
 
 
+def _note(strings: Strings, row: dict[str, Any]) -> str:
+    """A published row's note in this language: `validation_notes.<row id>` of the strings file (the id with
+    each "." written "_"), else the data file's own (English) note."""
+    return strings.values.get(f"validation_notes.{row['id'].replace('.', '_')}", row["note"])
+
+
 def table_context(strings: Strings, lang: str) -> dict[str, Any]:
     """Every published row, grouped as the summary is: device class, then device (in the data file's order),
     model (smallest first), precision (widest first), prefill before decode. Columns: what was measured,
@@ -44,6 +50,7 @@ def table_context(strings: Strings, lang: str) -> dict[str, Any]:
     return {
         "part": "table",
         "caption": strings["validation.caption_table"],
+        "footnote": strings["validation.bits_note"],
         "headers": [strings[f"validation.col_{key}"] for key in
                     ("model", "precision", "device", "test", "published", "bound", "fraction", "software", "source")],
         "rows": [
@@ -52,7 +59,7 @@ def table_context(strings: Strings, lang: str) -> dict[str, Any]:
                 "source_title": row["source"]["title"],
                 "source_url": row["source"]["url"],
                 "source_label": row["source"].get("short", strings["validation.source_link"]),
-                "note": row["note"],
+                "note": _note(strings, row),
                 "software": row["software"],
                 "model": model_label(row["model_name"]),
                 "precision": _precision_label(strings, row, lang),
@@ -74,9 +81,12 @@ def summary_context(strings: Strings, lang: str) -> dict[str, Any]:
     def share(value: float | None) -> str:
         return fmt.percent(value, lang) if value is not None else "—"
 
+    summary = pj.validation_summary(pj.validate())
+    left_out = sum(s["left_out"] for s in summary)
     return {
         "part": "summary",
         "caption": strings["validation.caption_summary"],
+        "footnote": strings.format("validation.left_out", n=fmt.count(left_out, lang)) if left_out else "",
         "headers": [strings[f"validation.col_{key}"] for key in ("class", "phase", "rows", "min", "median", "max")],
         "rows": [
             {
@@ -86,7 +96,7 @@ def summary_context(strings: Strings, lang: str) -> dict[str, Any]:
                 "cells": [share(s["min"]), share(s["median"]), share(s["max"])] if s["rows"] else [],
                 "empty": strings["validation.no_rows"],
             }
-            for s in pj.validation_summary(pj.validate())
+            for s in summary
         ],
     }
 
@@ -97,6 +107,9 @@ def crossover_context(strings: Strings, lang: str) -> dict[str, Any]:
     devices = projection_data.load_data("accelerators")["devices"]
 
     def tokens(device_id: str, dtype: str) -> str:
+        runs = devices[device_id].get("precisions")  # a device that runs only some formats (the Neural Engine)
+        if runs is not None and projection_data.precision_of(dtype) not in runs:
+            return strings["validation.not_run"]
         found = pj.prefill_crossover_tokens(CROSSOVER_MODEL, device_id, dtype)
         return fmt.count(found, lang) if found is not None else strings["validation.never"]
 

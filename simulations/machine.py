@@ -20,6 +20,23 @@ def _cpu_model() -> str:
         return platform.processor() or platform.machine()
 
 
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return set(next(line.split(":", 1)[1].split() for line in f if line.startswith(("flags", "Features"))))
+    except (OSError, StopIteration):
+        return set()
+
+
+def vector_extension(flags: set[str]) -> str:
+    """The widest SIMD extension the CPU reports, as engineers name it: what places its FLOP/s peak."""
+    for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse2", "SSE2"),
+                       ("sve", "SVE"), ("asimd", "NEON")):
+        if flag in flags:
+            return name
+    return platform.machine() or "unknown"
+
+
 def available_cores() -> int:
     """The cores this process may run on."""
     try:
@@ -38,10 +55,14 @@ def _blas() -> str:
 
 
 def machine_info() -> dict:
-    """{"cpu","cores","numpy","blas","kernels","python","date"} — date is today's UTC date, ISO format; kernels is
-    the path decode ran on (`kernels.describe()`)."""
+    """{"cpu","vector","virtual","cores","numpy","blas","kernels","python","date"}: the widest SIMD extension,
+    whether the cores are a hypervisor's virtual CPUs (the `hypervisor` flag), the path decode ran on
+    (`kernels.describe()`), and today's UTC date, ISO format."""
+    flags = _cpu_flags()
     return {
         "cpu": _cpu_model(),
+        "vector": vector_extension(flags),
+        "virtual": "hypervisor" in flags,
         "cores": available_cores(),
         "numpy": np.__version__,
         "blas": _blas(),

@@ -236,6 +236,7 @@ def validate() -> list[dict[str, Any]]:
                 "software": result["software"],
                 "date": result["date"],
                 "note": result.get("note", ""),
+                "anomalous": bool(result.get("anomalous", False)),  # kept in the table, left out of the summary
                 "source": sourced.cite(result["source"], data["sources"]),
             }
         )
@@ -243,15 +244,18 @@ def validate() -> list[dict[str, Any]]:
 
 
 def validation_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per device class and phase: how many published rows, and the min / median / max fraction of the bound."""
+    """Per device class and phase: how many published rows, and the min / median / max fraction of the bound;
+    a row flagged anomalous in the data is left out (and counted in `left_out`)."""
     summary = []
     for device_class in DEVICE_CLASSES:
         for phase in ("prefill", "decode"):
-            fractions = [r["fraction"] for r in rows if r["device_class"] == device_class and r["phase"] == phase]
+            rows_here = [r for r in rows if r["device_class"] == device_class and r["phase"] == phase]
+            fractions = [r["fraction"] for r in rows_here if not r.get("anomalous")]
             summary.append({
                 "device_class": device_class,
                 "phase": phase,
                 "rows": len(fractions),
+                "left_out": len(rows_here) - len(fractions),
                 "min": min(fractions) if fractions else None,
                 "median": statistics.median(fractions) if fractions else None,
                 "max": max(fractions) if fractions else None,

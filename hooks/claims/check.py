@@ -2,22 +2,21 @@
 
 `check_claim` evaluates every phrasing's condition (all of them, so a typo in a later phrasing is found
 even while an earlier one holds) and keeps each figure's raw value and text for the message and the CLI.
+It also finds the vocabulary's words in each phrasing (docs/vocabulary.yml) and refuses a phrasing whose
+condition does not apply a word's predicate (negated, for a negated use) to a figure the phrasing shows.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hooks.claims.conditions import ALLOWED, ConditionError, evaluate, parse_condition
+from hooks.claims.conditions import ALLOWED, Condition, ConditionError, evaluate, parse_condition
 from hooks.claims.syntax import SYNTAX, Claim
-from hooks.demos.inline_figures import (
-    GLOBAL_NAMES,
-    PAGE_NAMES,
-    Figure,
-    FigureResolver,
-    figure_error,
-    parse_ref,
-)
+from hooks.claims.vocabulary import Vocabulary, WordUse, load_vocabulary
+from hooks.demos.cache import CACHE_DIR
+from hooks.demos.figure_names import GLOBAL_NAMES, PAGE_NAMES, figure_error, parse_ref
+from hooks.demos.figure_refs import find_refs
+from hooks.demos.figure_resolver import Figure, FigureResolver
 
 
 @dataclass
@@ -31,6 +30,8 @@ class PhrasingCheck:
     holds: bool | None = None
     figures: dict[str, Figure] = field(default_factory=dict)
     error: str | None = None
+    words: list[WordUse] = field(default_factory=list)
+    unbound: list[tuple[WordUse, int, str]] = field(default_factory=list)  # each word not applied: line, message
 
 
 @dataclass
@@ -43,8 +44,12 @@ class ClaimCheck:
         """(line, message) of each mistake in the claim's markup or conditions."""
         if self.claim.problem:
             return [(self.claim.line, f"claim “{self.claim.excerpt}”: {self.claim.problem} — write {SYNTAX}")]
-        return [(p.line, f"claim “{self.claim.excerpt}”: condition `{p.condition}` {p.error}")
-                for p in self.phrasings if p.error]
+        errors = []
+        for p in self.phrasings:
+            if p.error:
+                errors.append((p.line, f"claim “{self.claim.excerpt}”: condition `{p.condition}` {p.error}"))
+            errors += [(line, f"claim “{self.claim.excerpt}”: {message}") for _, line, message in p.unbound]
+        return errors
 
     @property
     def chosen(self) -> PhrasingCheck | None:
@@ -70,26 +75,29 @@ class ClaimCheck:
         lines.append("  — every phrasing states when it is true: reword the claim for these figures, or add "
                      "{% elif CONDITION %} with a phrasing that holds")
         if any(f.source == "measured" for p in self.phrasings for f in p.figures.values()):
-            from hooks.demos.site import CACHE_DIR  # here, not at the top: the site module imports this one
-
             # a measurement is cached until its inputs change, so one taken on a busy machine stays
             lines.append(f"  — measured figures are kept in {CACHE_DIR.as_posix()}/: if this machine was busy when "
                          "they were measured, delete that folder and build again to measure them afresh")
         return "\n".join(lines)
 
 
-def check_claim(claim: Claim, resolver: FigureResolver) -> ClaimCheck:
-    """Evaluate every phrasing of `claim` with the resolver's figures."""
-    return ClaimCheck(claim, [_check_phrasing(a.condition, a.text, a.line, resolver) for a in claim.alternatives])
+def check_claim(claim: Claim, resolver: FigureResolver, vocabulary: Vocabulary | None = None) -> ClaimCheck:
+    """Evaluate every phrasing of `claim` with the resolver's figures, and check the vocabulary words
+    each phrasing uses against its condition."""
+    vocabulary = vocabulary or load_vocabulary()
+    return ClaimCheck(claim, [_check_phrasing(a.condition, a.text, a.line, resolver, vocabulary)
+                              for a in claim.alternatives])
 
 
-def _check_phrasing(condition: str, text: str, line: int, resolver: FigureResolver) -> PhrasingCheck:
-    check = PhrasingCheck(condition, text, line)
+def _check_phrasing(condition: str, text: str, line: int, resolver: FigureResolver,
+                    vocabulary: Vocabulary) -> PhrasingCheck:
+    check = PhrasingCheck(condition, text, line, words=vocabulary.uses_in(text, resolver.lang))
     try:
-        parsed = parse_condition(condition)
+        parsed = parse_condition(condition, vocabulary.predicates)
     except ConditionError as error:
         check.error = f"{error} — allowed: {ALLOWED}"
         return check
+    check.unbound = list(_unbound_words(check, parsed, vocabulary))
     for name in parsed.figures:
         try:
             check.figures[name] = resolver.figure(name)
@@ -105,6 +113,50 @@ def _check_phrasing(condition: str, text: str, line: int, resolver: FigureResolv
     except ConditionError as error:
         check.error = f"{error} — allowed: {ALLOWED}"
     return check
+
+
+def _unbound_words(check: PhrasingCheck, parsed: Condition,
+                   vocabulary: Vocabulary) -> list[tuple[WordUse, int, str]]:
+    """(word, line, message) for each word of the phrasing whose predicate its condition does not apply, as used
+    (negated or not), to a figure of a measurement the phrasing shows (any figure, when it shows none): a
+    sentence may show `cache.speedup@512` and its condition compare `cache.cached_ms@512`."""
+    shown = {_measurement(" ".join(ref["body"].split())) for ref in find_refs(check.text)} - {None}
+    unbound = []
+    for use in check.words:
+        def applies(name: str, negated: bool) -> bool:
+            return any(call.name == name and call.negated == negated and call.figures
+                       and (not shown or {_measurement(f) for f in call.figures} & shown) for call in parsed.calls)
+
+        if applies(use.predicate, use.negated) or (use.negated and use.negated_by and applies(use.negated_by, False)):
+            continue
+        predicate = vocabulary.predicates[use.predicate]
+        to = (f"to a figure of what it shows ({', '.join(sorted(shown))} figures)" if shown
+              else "to the figure it is about")
+        if use.negated:
+            ways = f"not {predicate.name}(…)" + (f" or {use.negated_by}(…)" if use.negated_by else "")
+            what = f"“{use.word}” stands negated, so its condition must apply {ways} {to}"
+        else:
+            what = f"its condition does not apply {predicate.name}(…) {to}"
+        line = check.line + check.text.count("\n", 0, use.offset)
+        unbound.append((use, line, f"“{use.word}” is a vocabulary word ({predicate.summary()}, {vocabulary.path}): "
+                              f"{what} — condition now: `{check.condition}`; write {predicate.name}("
+                              f"{', '.join(predicate.args)}) in it, or reword the phrasing"))
+    return unbound
+
+
+def _measurement(name: str) -> str | None:
+    """Which measurement a figure comes from: its group (sweep, cache, roofline, batch, machine…), and for
+    projections and published rows the MODEL/DEVICE/DTYPE (or row) it is about; None for a text figure."""
+    try:
+        base, arg = parse_ref(name)
+    except LookupError:
+        return None
+    group = base.split(".", 1)[0]
+    if group in ("model",) or base in ("machine.cpu", "machine.date"):
+        return None
+    if group == "proj" and arg:
+        return f"proj@{'/'.join(arg.split('/')[:3])}"
+    return f"pub@{arg}" if group == "pub" else group
 
 
 def _figure_problem(name: str, error: LookupError) -> str:

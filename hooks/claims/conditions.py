@@ -3,24 +3,28 @@
 Parsed with Python's `ast` and evaluated by walking a whitelist; nothing is ever passed to `eval`.
 Allowed: numbers (32, 0.5, 1e3, and percentages: 37% is 0.37), figure names exactly as in `{{ }}`
 (sweep.ttft_ms@4096; an operator after an @ARG needs a space before it), + - * /, unary minus,
-comparisons (chained: 0.3 < x < 0.9), and, or, not, parentheses, and the functions abs, min, max.
+comparisons (chained: 0.3 < x < 0.9), and, or, not, parentheses, the functions abs, min, max, and the
+predicates of the vocabulary (docs/vocabulary.yml), called by name: barely_changes(sweep.decode_growth).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 ALLOWED = ("numbers (32, 0.5, 1e3, 37% = 0.37), figure names as in {{ }} (sweep.tps_drop_pct, "
            "sweep.ttft_ms@4096), + - * /, unary minus, comparisons (< <= > >= == !=, chained: 0.3 < x < 0.9), "
-           "and, or, not, parentheses, abs(), min(), max()")
+           "and, or, not, parentheses, abs(), min(), max(), and the predicates of docs/vocabulary.yml "
+           "(barely_changes(x), far_below(a, b), full_load(x)…)")
 
 # A figure name has a dot (sweep.tps) and may carry @ARG up to a space, a parenthesis or a comma.
 _FIGURE = re.compile(r"(?<![\w.@])[a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)+(?:@[^\s(),]+)?")
 _PERCENT = re.compile(r"(?<![\w.])((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)%")
 _PLACEHOLDER = "_pd_figure_{}"
+_PREDICATES = "_pd_predicates"  # where evaluation finds the predicates (not a name conditions can write)
 FUNCTIONS: dict[str, Callable[..., float]] = {"abs": abs, "min": min, "max": max}
 
 _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
@@ -37,16 +41,33 @@ class ConditionError(ValueError):
 
 
 @dataclass(frozen=True)
+class Call:
+    """A predicate applied in a condition: its name, whether it stands under an odd number of `not`, and
+    the figures its arguments use."""
+
+    name: str
+    negated: bool
+    figures: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Condition:
-    """A parsed condition: its text, the figures it names (in order, each once) and its checked tree."""
+    """A parsed condition: its text, the figures it names (in order, each once), its checked tree, the
+    predicates it may call (name → callable returning True or False) and the calls it makes."""
 
     text: str
     figures: tuple[str, ...]
     tree: ast.Expression
+    predicates: Mapping[str, Callable[..., bool]] = field(default_factory=dict, compare=False)
+    calls: tuple[Call, ...] = ()
 
 
-def parse_condition(text: str) -> Condition:
-    """Parse and check `text`; anything outside the language is a ConditionError saying what it is."""
+def parse_condition(text: str, predicates: Mapping[str, Callable[..., bool]] | None = None,
+                    params: tuple[str, ...] = ()) -> Condition:
+    """Parse and check `text`; anything outside the language is a ConditionError saying what it is.
+    `predicates` may be called by name (with their `args`' count, if they have `args`); `params` are bare
+    names allowed as values (the arguments of a predicate's own body)."""
+    predicates = predicates or {}
     figures: list[str] = []
 
     def to_placeholder(match: re.Match[str]) -> str:
@@ -59,16 +80,28 @@ def parse_condition(text: str) -> Condition:
         tree = ast.parse(python.strip(), mode="eval")
     except SyntaxError:
         raise ConditionError("is not an expression of the condition language") from None
-    names = {_PLACEHOLDER.format(i) for i in range(len(figures))}
+    names: set[str | int] = {_PLACEHOLDER.format(i) for i in range(len(figures))} | set(params)
     names |= {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}  # called function names
     for node in ast.walk(tree):
-        _check(node, names)
-    return Condition(text, tuple(figures), tree)
+        _check(node, names, predicates)
+    calls = tuple(_calls(tree.body, False, figures))
+    return Condition(text, tuple(figures), tree, predicates, calls)
 
 
-def _check(node: ast.AST, names: set[str | int]) -> None:
-    """Accept `node` if the language allows it; `names` holds the figures' placeholders and the ids of the
-    Name nodes that are called (a function name is allowed only when called)."""
+def _calls(node: ast.AST, negated: bool, figures: list[str]) -> list[Call]:
+    """The predicate calls under `node`, each with whether an odd number of `not` stands above it."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _calls(node.operand, not negated, figures)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in FUNCTIONS:
+        used = [n.id for arg in node.args for n in ast.walk(arg) if isinstance(n, ast.Name)]
+        named = tuple(figures[int(u.rsplit("_", 1)[1])] for u in used if u.startswith(_PLACEHOLDER[:-2]))
+        return [Call(node.func.id, negated, tuple(dict.fromkeys(named)))]
+    return [call for child in ast.iter_child_nodes(node) for call in _calls(child, negated, figures)]
+
+
+def _check(node: ast.AST, names: set[str | int], predicates: Mapping[str, Callable[..., bool]]) -> None:
+    """Accept `node` if the language allows it; `names` holds the figures' placeholders, the parameters and
+    the ids of the Name nodes that are called (a function name is allowed only when called)."""
     allowed_nodes = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.USub, ast.Not, ast.BinOp,
                      ast.Compare, ast.Load, *_BINARY, *_COMPARE)
     if isinstance(node, allowed_nodes):
@@ -79,16 +112,24 @@ def _check(node: ast.AST, names: set[str | int]) -> None:
         what = "strings" if isinstance(node.value, (str, bytes)) else f"the constant {node.value!r}"
         raise ConditionError(f"uses {what}, which conditions do not allow")
     if isinstance(node, ast.Name):
-        if node.id in names or (id(node) in names and node.id in FUNCTIONS):
+        if node.id in names or (id(node) in names and (node.id in FUNCTIONS or node.id in predicates)):
             return
         raise ConditionError(f"names {node.id!r}, which is not a figure (figure names have a dot: sweep.tps@512)")
     if isinstance(node, ast.Call):
         name = node.func.id if isinstance(node.func, ast.Name) else None
-        if name not in FUNCTIONS:
+        if name not in FUNCTIONS and name not in predicates:
             called = f"`{name}`" if name else "something that is not a function name"
-            raise ConditionError(f"calls {called}: the only functions are abs, min and max")
+            known = ", ".join(sorted(predicates)) or "none loaded"
+            raise ConditionError(f"calls {called}: the only functions are abs, min and max, and the vocabulary's "
+                                 f"predicates ({known})")
         if node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args):
             raise ConditionError(f"passes keyword or starred arguments to {name}()")
+        if name in predicates:
+            args = getattr(predicates[name], "args", None)
+            if args is not None and len(node.args) != len(args):
+                raise ConditionError(f"calls {name}() with {len(node.args)} argument(s): it takes "
+                                     f"{len(args)} ({', '.join(args)})")
+            return
         wanted = 1 if name == "abs" else 2
         if len(node.args) < wanted or (name == "abs" and len(node.args) != 1):
             raise ConditionError(f"calls {name}() with {len(node.args)} argument(s): abs takes one, "
@@ -103,9 +144,12 @@ def _check(node: ast.AST, names: set[str | int]) -> None:
     raise ConditionError(f"uses {type(node).__name__} syntax, which conditions do not allow")
 
 
-def evaluate(condition: Condition, values: dict[str, float]) -> bool:
-    """True or False, with each of `condition.figures` given its raw number in `values`."""
-    named = {_PLACEHOLDER.format(i): values[name] for i, name in enumerate(condition.figures)}
+def evaluate(condition: Condition, values: dict[str, float], params: dict[str, float] | None = None) -> bool:
+    """True or False, with each of `condition.figures` given its raw number in `values` (and each of a
+    predicate body's parameters its value in `params`)."""
+    named: dict[str, Any] = {_PLACEHOLDER.format(i): values[name] for i, name in enumerate(condition.figures)}
+    named |= params or {}
+    named[_PREDICATES] = condition.predicates
     result = _evaluate(condition.tree.body, named)
     if not isinstance(result, bool):
         raise ConditionError("is a number, not true or false: compare it with something "
@@ -113,7 +157,7 @@ def evaluate(condition: Condition, values: dict[str, float]) -> bool:
     return result
 
 
-def _evaluate(node: ast.AST, named: dict[str, float]) -> float | bool:
+def _evaluate(node: ast.AST, named: dict[str, Any]) -> float | bool:
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name):
@@ -133,7 +177,10 @@ def _evaluate(node: ast.AST, named: dict[str, float]) -> float | bool:
         values = [_number(_evaluate(v, named)) for v in (node.left, *node.comparators)]
         return all(_COMPARE[type(op)](a, b) for op, a, b in zip(node.ops, values, values[1:], strict=False))
     if isinstance(node, ast.Call):
-        return FUNCTIONS[node.func.id](*(_number(_evaluate(arg, named)) for arg in node.args))
+        args = [_number(_evaluate(arg, named)) for arg in node.args]
+        if node.func.id in FUNCTIONS:
+            return FUNCTIONS[node.func.id](*args)
+        return bool(named[_PREDICATES][node.func.id](*args))
     raise ConditionError(f"uses {type(node).__name__} syntax, which conditions do not allow")  # unreachable
 
 

@@ -15,8 +15,11 @@ import yaml
 from hooks.authoring import AuthoringMistake, mistake
 from hooks.claims.check import ClaimCheck, check_claim
 from hooks.claims.syntax import find_claims
+from hooks.claims.vocabulary import Vocabulary
 from hooks.demos.blocks import DemoBlock
-from hooks.demos.inline_figures import FigureResolver, figure_error, find_refs
+from hooks.demos.figure_names import figure_error
+from hooks.demos.figure_refs import find_refs
+from hooks.demos.figure_resolver import FigureResolver
 from hooks.demos.strings import Strings
 
 
@@ -48,9 +51,11 @@ class Mistakes:
             raise AuthoringMistake(first.path, first.line, f"{len(self.found)} claims need attention:\n{listed}")
 
 
-def checks_in(text: str, resolver: FigureResolver, first_line: int = 1) -> list[ClaimCheck]:
-    """Every claim of `text`, checked; lines counted from `first_line` (the line where `text` starts)."""
-    checks = [check_claim(claim, resolver) for claim in find_claims(text)]
+def checks_in(text: str, resolver: FigureResolver, first_line: int = 1,
+              vocabulary: Vocabulary | None = None) -> list[ClaimCheck]:
+    """Every claim of `text`, checked (against `vocabulary`, by default docs/vocabulary.yml); lines counted
+    from `first_line` (the line where `text` starts)."""
+    checks = [check_claim(claim, resolver, vocabulary) for claim in find_claims(text)]
     return [_shift(check, first_line - 1) for check in checks]
 
 
@@ -85,6 +90,17 @@ def resolve_text(text: str, path: str, resolver: FigureResolver, mistakes: Mista
         position = max(position, check.claim.end)
     pieces.append(text[position:])
     return "".join(pieces)
+
+
+def printed_text(text: str, resolver: FigureResolver) -> str:
+    """`text` with each claim replaced by the phrasing that holds, or by nothing where none does (no error
+    is raised: the page's own build reports it)."""
+    pieces, position = [], 0
+    for check in checks_in(text, resolver):
+        chosen = check.chosen
+        pieces += [text[position:check.claim.start], chosen.text if chosen else ""]
+        position = max(position, check.claim.end)
+    return "".join([*pieces, text[position:]])
 
 
 def _check_refs(text: str, line: int, path: str, resolver: FigureResolver, mistakes: Mistakes) -> str:

@@ -14,8 +14,9 @@ from typing import Any
 
 from hooks.claims.check import ClaimCheck
 from hooks.claims.resolve import checks_in, value_lines
+from hooks.claims.vocabulary import VOCABULARY_FILE, load_vocabulary
 from hooks.demos import blocks
-from hooks.demos.inline_figures import FigureResolver
+from hooks.demos.figure_resolver import FigureResolver
 from hooks.demos.readouts import trace_readouts
 from hooks.demos.strings import STRINGS_FILE, read_strings
 
@@ -38,10 +39,19 @@ class FoundClaim:
             "alternatives": [{"condition": p.condition, "holds": p.holds, "figures": _figures(p.figures)}
                              for p in check.phrasings],
             "figures": _figures(check.figures), "holds": check.holds, "text": chosen.text if chosen else None,
+            "vocabulary": _words(check),
         }
         if check.errors:
             record["error"] = "\n".join(message for _, message in check.errors)
         return record
+
+
+def _words(check: ClaimCheck) -> list[dict[str, Any]]:
+    """The vocabulary words of every phrasing: the word as written, its predicate, negated or not, the
+    phrasing's condition, and whether that condition applies the predicate as the word is used."""
+    return [{"word": use.word, "predicate": use.predicate, "negated": use.negated, "condition": p.condition,
+             "bound": all(use is not unbound for unbound, _, _ in p.unbound)}
+            for p in check.phrasings for use in p.words]
 
 
 def _figures(figures: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -78,22 +88,24 @@ def find_all(project_dir: Path, docs_dir: Path, langs: list[str], measurements: 
         except ValueError:
             return path.as_posix()
 
+    vocabulary_file = docs_dir / VOCABULARY_FILE
+    vocabulary = load_vocabulary(vocabulary_file, shown(vocabulary_file)) if vocabulary_file.exists() else None
     for lang in langs:
         not_on_a_page = FigureResolver(lang, measurements, None)
         for chapter in sorted((docs_dir / lang).rglob("*.md")):
             path, source = shown(chapter), chapter.read_text(encoding="utf-8")
             page_blocks = blocks.parse_blocks(source, path)
             page = FigureResolver(lang, measurements, PageReadouts(page_blocks, measurements))
-            for check in checks_in(source, page):
+            for check in checks_in(source, page, vocabulary=vocabulary):
                 yield FoundClaim(path, lang, check)
             for block in page_blocks:
                 note = block.options.get("note")
                 if isinstance(note, str):
-                    for check in checks_in(note, not_on_a_page, block.option_lines.get("note", block.line)):
+                    for check in checks_in(note, not_on_a_page, block.option_lines.get("note", block.line), vocabulary):
                         yield FoundClaim(path, lang, check)
         strings_file = docs_dir / lang / STRINGS_FILE
         strings = read_strings(strings_file, lang, shown(strings_file))
         lines = value_lines(strings_file)
         for key, value in strings.values.items():
-            for check in checks_in(value, not_on_a_page, lines.get(key, 1)):
+            for check in checks_in(value, not_on_a_page, lines.get(key, 1), vocabulary):
                 yield FoundClaim(strings.path, lang, check)

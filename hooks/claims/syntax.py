@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from hooks.demos.inline_figures import line_of, prose_matches
+from hooks.demos.figure_refs import line_of, prose_matches
 
 _TAG = re.compile(r"(?P<code>(?P<ticks>`+).+?(?P=ticks))"
                   r"|\{%\s*(?P<tag>claim|elif|else|endclaim)\b(?P<condition>.*?)%\}", re.S)

@@ -2,7 +2,7 @@
 measurement (simulations/batch.py, schema "prefill-decode-batch/2").
 
 Each name gives one `Figure` (raw number in base units, its text, its source), as every other figure
-name does; hooks/demos/inline_figures.py routes the names here.
+name does; hooks/demos/figure_resolver.py routes the names here.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hooks.demos import formatting as fmt
-from hooks.demos.inline_figures import Figure
+from hooks.demos.figure_names import Figure
 
 TWO_USERS_CASES = ("unchunked", "chunked")
 
@@ -56,13 +56,12 @@ def knee_text(result: dict[str, Any], lang: str) -> str:
     knee = result["knee"]["measured_batch"]
     if knee is not None:
         return fmt.count(knee, lang)
-    largest = fmt.count(result["batch_sizes"][-1]["batch"], lang)
-    return f"{largest} 以上" if lang == "zh" else f"above {largest}"
+    return fmt.number_word("numbers.above", lang, n=fmt.count(result["batch_sizes"][-1]["batch"], lang))
 
 
 def never_text(lang: str) -> str:
-    """A predicted knee that no batch reaches, as the prose shows it."""
-    return "不会出现" if lang == "zh" else "never"
+    """A predicted turning point that no batch reaches, as the prose shows it."""
+    return fmt.number_word("numbers.never", lang)
 
 
 def batch_count(value: float | None, lang: str, source: str) -> Figure:

@@ -21,6 +21,9 @@ from mkdocs.plugins import get_plugin_logger
 
 log = get_plugin_logger(__name__)
 
+# Where the build keeps its measurements, relative to the project (git-ignored).
+CACHE_DIR = Path(".cache") / "traces"
+
 CACHE_FORMAT = "prefill-decode-cache/1"
 # In-process memo shared by every build of this process: both language builds of static-i18n and
 # every rebuild of `mkdocs serve` (hook modules stay loaded).

@@ -1,9 +1,31 @@
-"""Numbers as the prose and the fallbacks show them: value, unit, thousands separators."""
+"""Numbers as the prose and the fallbacks show them: value, unit, thousands separators.
+
+The words around a number that differ between languages (what follows a ratio: 23.9 倍, 23.9×; "above 64")
+come from the `numbers` section of docs/<lang>/demo-strings.yml, so translators never edit Python.
+"""
 
 from __future__ import annotations
 
-# What follows a ratio: 23.9 倍, 23.9× (the one place the two languages write numbers differently).
-TIMES: dict[str, str] = {"zh": " 倍", "en": "×"}
+from functools import cache
+from pathlib import Path
+
+from hooks.demos.strings import STRINGS_FILE, read_strings
+
+DOCS_DIR = Path(__file__).resolve().parents[2] / "docs"
+FALLBACK = {"numbers.times": "×", "numbers.above": "> {n}", "numbers.never": "never"}  # a language without a strings file (tests)
+
+
+def number_word(key: str, lang: str, **fields: str) -> str:
+    """`numbers.<key>` of this language's strings file, its {placeholders} filled."""
+    path = DOCS_DIR / lang / STRINGS_FILE
+    words = _number_words(path, lang, path.stat().st_mtime_ns) if path.exists() else {}
+    return words.get(key, FALLBACK[key]).format(**fields)
+
+
+@cache
+def _number_words(path: Path, lang: str, mtime: int) -> dict[str, str]:  # keyed by mtime: `mkdocs serve`
+    values = read_strings(path, lang, f"docs/{lang}/{STRINGS_FILE}").values
+    return {key: value for key, value in values.items() if key.startswith("numbers.")}
 
 
 def number(value: float, lang: str, decimals: int | None = None) -> str:
@@ -35,7 +57,7 @@ def times(ratio: float, lang: str) -> str:
     """A "times" ratio: 23.9 倍 in Chinese (a measure word, spaced like a unit), 23.9× in English; a whole
     ratio without decimals (32 倍)."""
     decimals = 0 if ratio >= 100 or float(ratio).is_integer() else 1
-    return f"{number(ratio, lang, decimals)}{TIMES.get(lang, '×')}"
+    return f"{number(ratio, lang, decimals)}{number_word('numbers.times', lang)}"
 
 
 def nbytes(value: float, lang: str) -> str:

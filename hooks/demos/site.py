@@ -27,15 +27,14 @@ from hooks.demos import assets, blocks, inline_figures, render, wasm
 from hooks.demos.blocks import DemoBlock, Limits
 from hooks.demos.builders import BUILDERS
 from hooks.demos.builders.common import measured_source
-from hooks.demos.cache import ResultCache, source_hash
+from hooks.demos.cache import CACHE_DIR, ResultCache, source_hash
+from hooks.demos.figure_resolver import FigureResolver
 from hooks.demos.measurements import Measurements, batch_sizes_for, sweep_settings
 from hooks.demos.simulator import NumpySimulator, model_spec, simulations_dir
 from hooks.demos.strings import Strings, load_strings, readable_strings, shown_path
 from hooks.markdown_blocks import Fence, demo_fences
 
 log = get_plugin_logger(__name__)
-
-CACHE_DIR = Path(".cache") / "traces"
 
 
 @cache
@@ -202,6 +201,14 @@ class DemoSite:
             lines[fence.start : fence.end + 1] = ["", render.slot(index), ""]  # the markup goes in after Markdown
         return "\n".join(lines)
 
+    def printed_markdown(self, path: Path) -> str | None:
+        """The page at `path` with each claim replaced by its phrasing that holds (a claim that does not hold
+        counts as nothing: the page's own build reports it)."""
+        demos = self.pages.get(shown_path(path, self.project_dir))
+        if demos is None:
+            return None
+        return claims.printed_text(demos.source, self.figures(demos.readouts))
+
     # -- on_page_content --------------------------------------------------------------------------
     def page_content(self, html: str, page: Page) -> str:
         demos = self.pages.get(self.shown_path(page.file))
@@ -209,6 +216,6 @@ class DemoSite:
             return html
         return render.fill_slots(html, [place.html for place in demos.places], demos.src_path)
 
-    def figures(self, page_readouts: dict[str, dict[str, Any]] | None = None) -> inline_figures.FigureResolver:
+    def figures(self, page_readouts: dict[str, dict[str, Any]] | None = None) -> FigureResolver:
         """Figures for this language: the global measurements, and the page's demos' readouts if on a page."""
-        return inline_figures.FigureResolver(self.lang, self.measurements, page_readouts)
+        return FigureResolver(self.lang, self.measurements, page_readouts)

@@ -14,7 +14,7 @@ import pytest
 
 from hooks.demos.blocks import Limits, parse_blocks, validate
 from hooks.demos.builders import BUILDERS
-from hooks.demos.inline_figures import FigureResolver
+from hooks.demos.figure_resolver import FigureResolver
 from hooks.demos.measurements import BATCH_SIZES, batch_sizes_for
 from hooks.demos.render import render_demo
 

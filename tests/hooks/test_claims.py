@@ -14,7 +14,7 @@ from hooks.claims import resolve_note, resolve_page, resolve_strings
 from hooks.claims.__main__ import main as claims_cli
 from hooks.demos import site
 from hooks.demos.blocks import parse_blocks
-from hooks.demos.inline_figures import FigureResolver
+from hooks.demos.figure_resolver import FigureResolver
 from hooks.demos.strings import read_strings
 
 from .conftest import DOCS
@@ -33,8 +33,8 @@ def resolve(text: str, measurements, source: str | None = None) -> str:
 
 
 def test_a_claim_that_holds_prints_its_text_and_its_markup_is_gone(measurements):
-    text = "Decode {% claim sweep.tps_drop_pct < 20% %}slows only a little{% endclaim %} with context."
-    assert resolve(text, measurements) == "Decode slows only a little with context."
+    text = "Decode {% claim sweep.tps_drop_pct < 20% %}slows by less than a fifth{% endclaim %} with context."
+    assert resolve(text, measurements) == "Decode slows by less than a fifth with context."
 
 
 def test_figure_references_inside_the_printed_phrasing_are_left_for_the_figure_pass(measurements):
@@ -43,9 +43,9 @@ def test_figure_references_inside_the_printed_phrasing_are_left_for_the_figure_p
 
 
 def test_the_first_phrasing_that_holds_is_printed(measurements):
-    text = ("TPS {% claim sweep.tps_drop_pct < 5% %}barely moves{% elif sweep.tps_drop_pct < 30% %}falls "
-            "noticeably{% elif sweep.tps_drop_pct < 50% %}falls a lot{% endclaim %}.")
-    assert resolve(text, measurements) == "TPS falls noticeably."
+    text = ("TPS {% claim sweep.tps_drop_pct < 5% %}holds steady{% elif sweep.tps_drop_pct < 30% %}falls "
+            "by a sixth{% elif sweep.tps_drop_pct < 50% %}falls a lot{% endclaim %}.")
+    assert resolve(text, measurements) == "TPS falls by a sixth."
 
 
 def test_a_claim_may_span_lines_of_one_paragraph(measurements):
@@ -54,13 +54,14 @@ def test_a_claim_may_span_lines_of_one_paragraph(measurements):
 
 
 def test_a_claim_that_does_not_hold_names_file_line_condition_and_every_figure_with_its_value(measurements):
-    text = ("# Title\n\nPrefill {% claim roofline.prefill.compute_util > 90% and sweep.tps_drop_pct < 5% %}runs"
-            " the compute units at full load{% elif roofline.prefill.compute_util > 80% %}nearly full{% endclaim %}.")
+    text = ("# Title\n\nPrefill {% claim full_load(roofline.prefill.compute_util) and sweep.tps_drop_pct < 5% %}runs"
+            " the compute units at full load{% elif roofline.prefill.compute_util > 80% %}uses over four fifths"
+            "{% endclaim %}.")
     with pytest.raises(PluginError) as caught:
         resolve(text, measurements)
     message = str(caught.value)
     assert message.startswith(f"{PATH}:3: claim “runs the compute units at full load”: none of its conditions holds")
-    assert "`roofline.prefill.compute_util > 90% and sweep.tps_drop_pct < 5%` is false" in message
+    assert "`full_load(roofline.prefill.compute_util) and sweep.tps_drop_pct < 5%` is false" in message
     assert "roofline.prefill.compute_util = 0.5 (50%)" in message
     assert "sweep.tps_drop_pct = 0.165 (16%)" in message
     assert "`roofline.prefill.compute_util > 80%` is false" in message
@@ -130,8 +131,8 @@ def test_the_condition_language_has_numbers_percentages_arithmetic_chains_logic_
 
 def test_a_figure_with_a_projection_argument_can_be_compared(measurements):
     text = ("{% claim proj.tps@llama-3.1-8b/h100-sxm/fp16/128 > proj.tps@llama-3.1-8b/h100-sxm/fp16/4096 %}"
-            "slower with a longer context{% endclaim %}")
-    assert resolve(text, measurements) == "slower with a longer context"
+            "lower with a longer context{% endclaim %}")
+    assert resolve(text, measurements) == "lower with a longer context"
 
 
 @pytest.mark.parametrize(("text", "problem"), [
@@ -232,9 +233,9 @@ def test_a_strings_file_claim_is_resolved_and_a_failing_one_is_reported_at_its_y
 
 # -- python -m hooks.claims ---------------------------------------------------------------------------
 
-CHAPTER = {"zh": "# 标题\n\nTPS {% claim sweep.tps_drop_pct < 20% %}下降不多{% elif sweep.tps_drop_pct >= 20% %}"
-                 "明显下降{% endclaim %}。\n",
-           "en": "# Title\n\nTPS {% claim sweep.tps_drop_pct < 20% %}falls a little{% elif sweep.tps_drop_pct >= 20% %}"
+CHAPTER = {"zh": "# 标题\n\nTPS {% claim sweep.tps_drop_pct < 20% %}下降不到五分之一{% elif sweep.tps_drop_pct >= 20% %}"
+                 "下降很多{% endclaim %}。\n",
+           "en": "# Title\n\nTPS {% claim sweep.tps_drop_pct < 20% %}falls by under a fifth{% elif sweep.tps_drop_pct >= 20% %}"
                  "falls a lot{% endclaim %}.\n"}
 
 
@@ -261,7 +262,7 @@ def test_the_cli_json_lists_each_claim_with_its_alternatives_and_figures(project
     (claim,) = json.loads(capsys.readouterr().out)
     assert claim["file"] == "docs/en/ttft-tps.md" and claim["line"] == 3 and claim["lang"] == "en"
     assert claim["condition"] == "sweep.tps_drop_pct < 20%" and claim["holds"] is True
-    assert claim["text"] == "falls a little"
+    assert claim["text"] == "falls by under a fifth"
     assert [a["condition"] for a in claim["alternatives"]] == ["sweep.tps_drop_pct < 20%", "sweep.tps_drop_pct >= 20%"]
     assert [a["holds"] for a in claim["alternatives"]] == [True, False]
     figure = claim["figures"]["sweep.tps_drop_pct"]
@@ -297,7 +298,7 @@ def test_the_cli_rejects_an_unknown_language(project, capsys):
 
 
 def test_every_new_name_is_documented_for_authors_in_both_strings_files():
-    from hooks.demos.inline_figures import GLOBAL_NAMES
+    from hooks.demos.figure_names import GLOBAL_NAMES
 
     for lang in ("zh", "en"):
         header = (DOCS / lang / "demo-strings.yml").read_text(encoding="utf-8").split("\ncommon:")[0]

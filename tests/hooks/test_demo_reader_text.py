@@ -38,10 +38,10 @@ def test_the_summary_counts_template_system_and_the_prompts_own_tokens(en, strin
     roles = ["template"] * 14 + ["system"] * 16 + ["user"] * 7
     assert prompt_summary(trace_with(roles), en) == (
         "Of the 37 tokens the model reads, 14 come from the chat template and 16 from the default system prompt; "
-        "the prompt itself is only 7.")
+        "the question itself is only 7.")
     assert "37" in prompt_summary(trace_with(roles), strings) and "16" in prompt_summary(trace_with(roles), strings)
     assert "default" not in prompt_summary(trace_with(roles, default=False), en)
-    assert prompt_summary(trace_with(["template", "user"]), en).endswith("the prompt itself is 1.")
+    assert prompt_summary(trace_with(["template", "user"]), en).endswith("the question itself is 1.")
     assert prompt_summary(trace_with(["user"] * 5), en) is None  # the prompt alone (chat: false): nothing to say
 
 

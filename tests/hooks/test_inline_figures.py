@@ -8,7 +8,9 @@ import pytest
 from mkdocs.exceptions import PluginError
 
 from hooks.demos import formatting as fmt
-from hooks.demos.inline_figures import FigureResolver, find_refs, replace_figures
+from hooks.demos.figure_refs import find_refs
+from hooks.demos.figure_resolver import FigureResolver
+from hooks.demos.inline_figures import replace_figures
 
 PAGE_READOUTS = {"conversation": {"prompt_tokens": 1234, "answer_tokens": 48, "ttft_ms": 261.4,
                                   "decode_ms_per_token": 34.12, "tps": 29.3}}

@@ -258,14 +258,23 @@ def test_summary_gives_min_median_max_fraction_per_device_class_and_phase() -> N
     assert [(s["device_class"], s["phase"]) for s in summary] == [
         (c, p) for c in pj.DEVICE_CLASSES for p in ("prefill", "decode")]
     for s in summary:
-        fractions = sorted(r["fraction"] for r in rows if r["device_class"] == s["device_class"]
-                           and r["phase"] == s["phase"])
-        assert s["rows"] == len(fractions)
+        here = [r for r in rows if r["device_class"] == s["device_class"] and r["phase"] == s["phase"]]
+        fractions = sorted(r["fraction"] for r in here if not r["anomalous"])  # an anomalous run is left out
+        assert s["rows"] == len(fractions) and s["left_out"] == len(here) - len(fractions)
         if fractions:
             assert (s["min"], s["max"]) == (fractions[0], fractions[-1])
             assert s["min"] <= s["median"] <= s["max"]
         else:
             assert s["min"] is s["median"] is s["max"] is None
+
+
+def test_the_anomalous_a100_sxm_run_stays_in_the_table_and_out_of_the_summary() -> None:
+    rows = pj.validate()
+    (anomalous,) = [r for r in rows if r["anomalous"]]
+    assert anomalous["id"] == "llama-3-8b/a100-80gb/fp16/pp512"
+    datacenter = next(s for s in pj.validation_summary(rows) if s["device_class"] == "datacenter GPU"
+                      and s["phase"] == "prefill")
+    assert datacenter["left_out"] == 1 and datacenter["min"] > anomalous["fraction"]
 
 
 def test_a_published_row_naming_an_unknown_device_is_an_error_naming_the_row() -> None:

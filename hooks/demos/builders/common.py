@@ -36,8 +36,15 @@ def base(block: DemoBlock, strings: Strings) -> dict[str, Any]:
 
 
 def measured_source(machine: dict[str, Any], model_name: str, strings: Strings) -> str:
-    return strings.format("common.measured_on", cpu=machine.get("cpu", "?"), cores=machine.get("cores", "?"),
-                          date=machine.get("date", "?"), model=model_name, kernels=machine.get("kernels", "numpy"))
+    return strings.format("common.measured_on", cpu=machine.get("cpu", "?"), vector=machine.get("vector", "?"),
+                          cores=cores_text(machine, strings), date=machine.get("date", "?"), model=model_name,
+                          kernels=machine.get("kernels", "numpy"))
+
+
+def cores_text(machine: dict[str, Any], strings: Strings) -> str:
+    """"2 virtual cores" on a hypervisor's virtual CPUs, "2 cores" otherwise (labels from the strings file)."""
+    key = "common.cores_virtual" if machine.get("virtual") else "common.cores_physical"
+    return strings.format(key, n=machine.get("cores", "?"))
 
 
 def projected_source(rows: list[dict[str, Any]], strings: Strings) -> str | None:
