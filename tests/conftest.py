@@ -104,16 +104,25 @@ def browser() -> Iterator[object]:
 
 
 # The order tests are handed out in (xdist gives each worker the next group as it finishes one): the longest
-# first, so no worker is left with a long test at the end while the other idles.
+# first, so no worker is left with a long test at the end while the other idles; and the builds that wait for
+# one another (`build_site` runs one at a time) apart, so that one worker tours pages while the other builds.
+FIRST_GROUPS = {"real-model-site", "serve", "own-server", "own-server-strict"}  # minutes each; only one builds
+
+
 def _weight(item: pytest.Item) -> int:
-    group = item.get_closest_marker("xdist_group")
-    if group is not None and not str(group.args[0]).startswith("page:"):
-        return 0  # a special build, `mkdocs serve` or the real model: minutes on its own
+    marker = item.get_closest_marker("xdist_group")
+    group = str(marker.args[0]) if marker is not None else None
+    if group in FIRST_GROUPS:
+        return 0
+    if group is not None and group.startswith("page:"):
+        return 1  # a page's tours
+    if item.get_closest_marker("build") and "site_build" not in getattr(item, "fixturenames", ()):
+        return 2  # a special build: hostile input, cold and warm caches, claims, broken sources
     if item.get_closest_marker("browser"):
-        return 1 if group is not None else 2  # a page's tours, then the other browser tests
-    if item.get_closest_marker("slow"):
         return 3
-    return 4
+    if item.get_closest_marker("slow"):
+        return 4
+    return 5
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which names each test's group from its marker
