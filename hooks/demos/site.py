@@ -23,7 +23,7 @@ from mkdocs.utils import get_relative_url
 
 from hooks import authoring, claims
 from hooks.authoring import AuthoringMistake
-from hooks.demos import assets, blocks, inline_figures, render, wasm
+from hooks.demos import assets, blocks, contract, inline_figures, render, wasm
 from hooks.demos.blocks import DemoBlock, Limits
 from hooks.demos.builders import BUILDERS
 from hooks.demos.builders.common import measured_source
@@ -143,6 +143,7 @@ class DemoSite:
             return DemoPlace(self.strings_mistake)
         try:
             content, context, readouts = self._demo_json(block)
+            contract.check(block, json.loads(content))
             file = assets.demo_file(config, block.kind, self.lang, content)
             markup = render.render_demo(self.templates_dir, block.kind, {
                 **context, "strings": self.strings, "kind": block.kind, "lang": self.lang,

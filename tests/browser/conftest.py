@@ -4,6 +4,10 @@
 errors, uncaught page errors, CSP violations and every request that leaves 127.0.0.1. The site is served
 with the response headers of its `_headers` file; `open_page_without_headers` opens it as a host that
 sends none would serve it (GitHub Pages): plain static files.
+
+`tour(path, view)` is the record of one visit of a page in one view (tests/browser/tour.py), taken once per
+session and shared by every test that asks for it: the page-wide tests assert on it instead of each opening
+every page again.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from urllib.parse import urlparse
 import pytest
 
 from tests.browser.static_server import StaticServer
+from tests.browser.tour import Tour, take_tour
 
 CHROMIUM = os.environ.get("PD_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -25,6 +30,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
 REPO = Path(__file__).resolve().parents[2]
+AXE = REPO / ".ci" / "node_modules" / "axe-core" / "axe.min.js"
 SCREENSHOT_DIR = Path(os.environ.get("PD_SCREENSHOT_DIR", REPO / "test-artifacts" / "screenshots"))
 LOCAL_HOSTS = {"127.0.0.1"}
 
@@ -106,3 +112,37 @@ def _page_opener(browser, site_url: str) -> Iterator[Callable[..., tuple[object,
 def screenshot_dir() -> Path:
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     return SCREENSHOT_DIR
+
+
+@pytest.fixture(scope="session")
+def axe_source() -> str:
+    """axe-core's source; a test that needs it fails in CI without it and is skipped elsewhere."""
+    if not AXE.exists():
+        # CI installs it (`cd .ci && npm ci` in .ci/setup), so CI always runs these tests.
+        if os.environ.get("CI"):
+            pytest.fail(f"axe-core missing at {AXE}: run `cd .ci && npm ci`")
+        pytest.skip(f"axe-core not installed at {AXE}: run `cd .ci && npm ci` (CI does)")
+    return AXE.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def tour(browser, site_url: str, site_url_without_headers: str, screenshot_dir: Path) -> Callable[[str, str], Tour]:
+    """`tour(path, view)`: the record of that page's tour in that view (tests/browser/tour.py), taken on first use."""
+    from tests.browser.tour import VIEWS
+
+    taken: dict[tuple[str, str], Tour | BaseException] = {}
+    axe = AXE.read_text(encoding="utf-8") if AXE.exists() else None
+
+    def _tour(path: str, view: str) -> Tour:
+        if (path, view) not in taken:
+            base = site_url if VIEWS[view].headers else site_url_without_headers
+            try:
+                taken[path, view] = take_tour(browser, base, path, view, axe_source=axe, screenshot_dir=screenshot_dir)
+            except Exception as error:  # a tour that broke off fails every test that reads it, once each
+                taken[path, view] = error
+        found = taken[path, view]
+        if isinstance(found, BaseException):
+            pytest.fail(f"the tour of /{path} ({view}) broke off: {found}", pytrace=False)
+        return found
+
+    return _tour

@@ -1,12 +1,25 @@
-"""Helpers shared by the quality tests: the pages of a built site, and loading a page fully."""
+"""Helpers shared by the quality tests: the pages of the site, and the language each is written in."""
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
 # Chromium reports blocked scripts with this text in a console error (see conftest.PageLog).
 CSP_CONSOLE_TEXT = "Content Security Policy"
+
+
+def every_page(docs: Path = REPO / "docs") -> list[str]:
+    """URL paths of every page the build writes (chapters, appendix and home, both languages), from docs/."""
+    paths = []
+    for lang_dir in sorted(d for d in docs.iterdir() if d.is_dir() and any(d.glob("*.md"))):
+        prefix = "" if lang_dir.name == "zh" else f"{lang_dir.name}/"
+        for page in sorted(lang_dir.glob("*.md")):
+            paths.append(prefix + ("" if page.stem == "index" else f"{page.stem}/"))
+    return paths
+
+
+PAGES = every_page()
 
 
 def page_paths(site: Path) -> list[str]:
@@ -25,14 +38,14 @@ def page_language(path: str) -> str:
     return "en" if path.startswith("en/") or path == "en/" else "zh"
 
 
-def scroll_through(page, *, settle_ms: int = 1500) -> None:
-    """Scroll to the bottom in viewport steps, so every lazily loaded demo loads, then wait for the network."""
-    height = page.evaluate("() => document.documentElement.scrollHeight")
-    step = page.viewport_size["height"] if page.viewport_size else 800
-    for y in range(0, height + step, step):
-        page.evaluate(f"() => window.scrollTo(0, {y})")
-        page.wait_for_timeout(150)
-    # A page that keeps polling must not hang the test: the caller's asserts decide.
-    with contextlib.suppress(Exception):
-        page.wait_for_load_state("networkidle", timeout=20000)
-    page.wait_for_timeout(settle_ms)
+def page_idle(page) -> None:
+    """Wait until the page's main thread is idle and two frames have been drawn: what the page does by
+    itself, on a timer or when idle, has been done (for tests that assert something did NOT happen)."""
+    page.evaluate("() => new Promise((done) => requestIdleCallback(() => requestAnimationFrame(() => "
+                  "requestAnimationFrame(() => done())), {timeout: 5000}))")
+
+
+def next_frames(page, frames: int = 2) -> None:
+    """Wait until the page has drawn `frames` more frames: what a key press or a pointer move changes is drawn."""
+    page.evaluate("(n) => new Promise((done) => { const step = (k) => k ? requestAnimationFrame(() => step(k - 1))"
+                  " : done(); step(n); })", frames)

@@ -9,7 +9,8 @@ import math
 import pytest
 
 from hooks.demos.figures.timeline import ANSWER_TOKENS
-from tests.browser.test_demos import FAST, LANGS, TIMEOUT_MS, demo_data, open_demo, wait_for_state
+from tests.browser.quality_pages import next_frames
+from tests.browser.test_demos import FAST, LANGS, TIMEOUT_MS, demo_data, number_in, open_demo, wait_for_state
 
 pytestmark = pytest.mark.browser
 
@@ -26,12 +27,13 @@ def draw_every_chart(page, demo) -> None:
 
 
 def eventually(page, measure, expected: float, tolerance: float) -> float:
-    """`measure()` once it is within `tolerance` of `expected` (a frame change is drawn asynchronously)."""
-    for _ in range(40):
+    """`measure()` once it is within `tolerance` of `expected` (a frame change is drawn asynchronously): checked
+    after each frame the page draws, for up to 60 frames."""
+    for _ in range(30):
         value = measure()
         if abs(value - expected) <= tolerance:
             return value
-        page.wait_for_timeout(50)
+        next_frames(page)
     return value
 
 
@@ -66,7 +68,7 @@ def prefill_share_drawn(chart) -> float:
 
 
 @pytest.mark.parametrize("lang", LANGS)
-def test_scrubbing_and_playing_the_timeline_draw_each_prompt_length_to_scale(open_page, lang):
+def test_scrubbing_and_playing_the_timeline_show_and_draw_each_prompt_length_to_scale(open_page, lang):
     page, log, demo = open_demo(open_page, lang, "timeline", query=FAST)
     data = demo_data(page, demo)
     chart = demo.locator(".pd-chart").first
@@ -80,14 +82,21 @@ def test_scrubbing_and_playing_the_timeline_draw_each_prompt_length_to_scale(ope
         return values["ttft_ms"] / (1.02 * (values["ttft_ms"] + ANSWER_TOKENS * values["decode_ms_per_token"]))
 
     scrubber = demo.locator("input[type=range]")
-    for source in [o.get_attribute("value") for o in demo.locator("select option").all()][:2]:
+    sources = [o.get_attribute("value") for o in demo.locator("select option").all()]
+    assert "measured" in sources and len(sources) >= 2
+    for source in sources:  # every source, every prompt length: the readouts and the chart show the recorded values
         demo.locator("select").select_option(source)
         scrubber.focus()
         page.keyboard.press("Home")
         for index, length in enumerate(lengths):
             if index:
                 page.keyboard.press("ArrowRight")
+            assert demo.get_attribute("data-pd-length") == str(length)
             assert demo.locator(".pd-controls__value").text_content().replace(",", "") == str(length)
+            expected = points[source][length]
+            values = [number_in(v) for v in demo.locator(".pd-readout__value").all_text_contents()[-3:]]
+            for shown, key in zip(values, ("ttft_ms", "tps", "decode_ms_per_token"), strict=True):
+                assert shown == pytest.approx(expected[key], rel=0.01, abs=0.01), (source, length, key)
             share = expected_share(source, length)
             assert eventually(page, lambda: prefill_share_drawn(chart), share, 0.01) == pytest.approx(share, abs=0.01)
 

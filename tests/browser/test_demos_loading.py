@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.browser.quality_pages import next_frames, page_idle
 from tests.browser.test_demos import CHART_KINDS, PAGE_OF_KIND, TIMEOUT_MS, engage, open_demo
 
 pytestmark = pytest.mark.browser
@@ -18,7 +19,7 @@ def test_a_page_that_is_only_loaded_fetches_no_chart_library_and_draws_nothing(o
     requested = []
     page.on("request", lambda request: requested.append(request.url))
     page.wait_for_load_state("networkidle")
-    page.wait_for_timeout(500)
+    page_idle(page)  # whatever the page would start by itself has started
     assert not any(url.endswith(PLOTLY) for url in requested)
     assert page.evaluate("typeof window.Plotly") == "undefined"
     assert page.locator(".main-svg").count() == 0
@@ -52,7 +53,7 @@ def test_the_attention_heatmap_starts_blank_and_fills_as_tokens_are_decoded(open
     page.wait_for_function(f"el => ({mask})(el) === 0.5", arg=chart.element_handle(), timeout=TIMEOUT_MS)
     page.keyboard.press("End")
     page.wait_for_function(f"el => ({mask})(el) === null", arg=chart.element_handle(), timeout=TIMEOUT_MS)
-    page.wait_for_timeout(300)
+    next_frames(page, 6)
     assert page.evaluate(mask, chart.element_handle()) is None  # every row shows: no stale mask left
     log.assert_clean()
 
@@ -69,7 +70,7 @@ def test_hovering_rows_not_decoded_yet_shows_no_attention_weights(open_page):
         x, y = area["x"] + 6, area["y"] + 4
         page.mouse.move(x - 8, y)
         page.mouse.move(x, y)
-        page.wait_for_timeout(250)
+        next_frames(page, 4)  # plotly draws the hover label in a frame after the move
         return hover_label.count()
 
     assert hover_first_row() == 0  # nothing decoded: the whole matrix is masked

@@ -1,37 +1,29 @@
-"""Accessibility: axe-core finds no serious or critical violation on any page, in either palette."""
+"""Accessibility: axe-core finds no serious or critical violation on any page, with its demos and charts
+drawn, in either palette, on a desktop screen and on the narrowest phones; every page declares its language."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.browser.quality_pages import page_language, page_paths, scroll_through
+from tests.browser.conftest import AXE
+from tests.browser.quality_pages import PAGES, page_language, page_paths
+from tests.browser.tour import VIEWS, run_axe
 
-AXE = Path(__file__).resolve().parents[2] / ".ci" / "node_modules" / "axe-core" / "axe.min.js"
+__all__ = ["AXE", "BLOCKING_IMPACTS", "run_axe"]  # the device and serve tests run axe the same way
+
 BLOCKING_IMPACTS = {"serious", "critical"}
-
-
-@pytest.fixture(scope="session")
-def axe_source() -> str:
-    if not AXE.exists():
-        # CI installs it (`cd .ci && npm ci` in .ci/run), so CI always runs these tests.
-        if os.environ.get("CI"):
-            pytest.fail(f"axe-core missing at {AXE}: run `cd .ci && npm ci`")
-        pytest.skip(f"axe-core not installed at {AXE}: run `cd .ci && npm ci` (CI does)")
-    return AXE.read_text(encoding="utf-8")
-
-
-def run_axe(page, axe_source: str) -> list[dict]:
-    """axe-core's violations on the page. page.evaluate runs outside the page's CSP, unlike a <script>."""
-    if not page.evaluate("() => typeof window.axe === 'object'"):
-        page.evaluate(axe_source)
-    return page.evaluate("""async () => {
-        const result = await axe.run(document, {resultTypes: ['violations']});
-        return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-            nodes: v.nodes.slice(0, 5).map(n => n.target.join(' ') + ' :: ' + n.failureSummary)}));
-    }""")
+# Desktop in both palettes; 320 px light and 360 px dark (tests/browser/tour.py VIEWS).
+AXE_VIEWS = ["desktop-light", "desktop-dark", "320", "360"]
+# Found by this test once it met the pages as a reader does (after the first gesture, which starts Material's
+# script): on a phone, Material wraps the TTFT chapter's prose table in a box that scrolls sideways but that
+# neither it nor anything in it can take keyboard focus (axe: scrollable-region-focusable, serious). Strict:
+# the test says so once the page is fixed.
+KNOWN = {(lang + "ttft-tps/", view): "the TTFT chapter's prose table scrolls in a box the keyboard cannot reach"
+         for lang in ("", "en/") for view in ("320", "360")}
+CASES = [pytest.param(path, view, marks=pytest.mark.xfail(strict=True, reason=KNOWN[path, view]))
+         if (path, view) in KNOWN else (path, view) for path in PAGES for view in AXE_VIEWS]
 
 
 def _describe(violations: list[dict]) -> str:
@@ -40,34 +32,14 @@ def _describe(violations: list[dict]) -> str:
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("palette", ["light", "dark"])
-def test_no_serious_or_critical_axe_violations_on_any_page(open_page, built_site: Path, axe_source: str,
-                                                           palette: str) -> None:
-    failures = {}
-    for path in page_paths(built_site):
-        page, _ = open_page(path, color_scheme=palette)
-        expected_scheme = "slate" if palette == "dark" else "default"
-        assert page.evaluate("() => document.body.dataset.mdColorScheme") == expected_scheme, path
-        scroll_through(page)  # the demos and their charts are part of what a reader meets
-        page.evaluate("() => window.scrollTo(0, 0)")
-        blocking = [v for v in run_axe(page, axe_source) if v["impact"] in BLOCKING_IMPACTS]
-        if blocking:
-            failures[path or "/"] = _describe(blocking)
-        page.context.close()
-    assert not failures, f"axe-core violations ({palette}):\n" + "\n".join(
-        f"{path}:\n{text}" for path, text in failures.items())
-
-
-@pytest.mark.browser
-def test_every_page_declares_its_own_language(open_page, built_site: Path) -> None:
-    wrong = {}
-    for path in page_paths(built_site):
-        page, _ = open_page(path)
-        lang = page.evaluate("() => document.documentElement.lang")
-        if lang != page_language(path):
-            wrong[path or "/"] = lang
-        page.context.close()
-    assert not wrong, f"<html lang> does not match the page's language (zh at /, en under /en/): {wrong}"
+@pytest.mark.parametrize(("path", "view"), CASES)
+def test_no_serious_or_critical_axe_violations_on_any_page(tour, axe_source: str, path: str, view: str) -> None:
+    record = tour(path, view)
+    assert record.color_scheme == ("slate" if VIEWS[view].palette == "dark" else "default"), path
+    assert record.html_lang == page_language(path), "<html lang> does not match the page's language"
+    assert record.axe is not None
+    blocking = [v for v in record.axe if v["impact"] in BLOCKING_IMPACTS]
+    assert not blocking, f"axe-core violations on /{path} ({view}):\n" + _describe(blocking)
 
 
 def test_every_built_page_declares_its_language_in_the_html(built_site: Path) -> None:

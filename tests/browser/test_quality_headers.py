@@ -19,7 +19,7 @@ from hooks.security.policy import (
     REFERRER_POLICY,
     content_security_policy,
 )
-from tests.browser.quality_pages import page_paths, scroll_through
+from tests.browser.quality_pages import PAGES, page_idle
 from tests.browser.static_server import headers_for, parse_headers_file
 
 PAGE_POLICY = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">')
@@ -155,7 +155,6 @@ def test_no_page_has_inline_code_that_a_hash_cannot_allow(built_site: Path) -> N
 # ---- in Chromium, served with exactly those headers, and without any ---------------------------------
 
 HOSTS = ["with-headers", "without-headers"]
-FAST = "?pd-speed=400"  # the player's test hook: 400x the recorded clock
 INJECTED = ("<script>window.__pdInjected = 1</script>"
             "<img src=\"data:,\" onerror=\"window.__pdInjected = 2\" alt=\"\">")
 
@@ -164,38 +163,6 @@ INJECTED = ("<script>window.__pdInjected = 1</script>"
 def hosted_page(request):
     """Open a page as served with the `_headers` file (Netlify, Cloudflare Pages) or without (GitHub Pages)."""
     return request.getfixturevalue("open_page" if request.param == "with-headers" else "open_page_without_headers")
-
-
-def play_every_demo(page) -> None:
-    """Do what a reader can do with every demo of the page: play it to the end, switch every option,
-    move every slider to its end and point at every chart (plotly writes styles as it hovers)."""
-    for demo in page.locator(".pd-demo").all():
-        demo.scroll_into_view_if_needed()
-        page.mouse.move(10, 300)
-        page.mouse.move(20, 310)  # demos start at the reader's first gesture
-        page.wait_for_function("el => el.dataset.pdStatus === 'ready'", arg=demo.element_handle(), timeout=20_000)
-        play = demo.locator(".pd-button--play")
-        if demo.get_attribute("data-pd-demo") == "device":  # measure this device: the quick run, to its result
-            demo.locator("select").select_option("quick")
-            play.first.click()
-            page.wait_for_function("el => !['idle', 'running'].includes(el.dataset.pdDeviceState)",
-                                   arg=demo.element_handle(), timeout=240_000)
-        elif play.count():
-            play.first.click()
-            # the player's root: the demo itself, or the part of it the player drives (batching's two users)
-            page.wait_for_function("el => (el.dataset.pdState ? el : el.querySelector('[data-pd-state]'))"
-                                   ".dataset.pdState === 'ended'", arg=demo.element_handle(), timeout=20_000)
-        for select in demo.locator("select").all():
-            for value in [option.get_attribute("value") for option in select.locator("option").all()]:
-                select.select_option(value)
-        for slider in demo.locator("input[type=range]").all():
-            slider.focus()
-            page.keyboard.press("End")
-        for chart in demo.locator(".pd-chart").all():
-            chart.scroll_into_view_if_needed()
-            page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(),
-                                   timeout=20_000)
-            chart.hover()
 
 
 @pytest.mark.browser
@@ -231,7 +198,7 @@ def test_an_injected_inline_script_or_handler_without_a_hash_is_blocked(hosted_p
     page.route(page.url, inject)  # as if the page's HTML had been tampered with
     log.csp_violations.clear()
     page.reload()
-    page.wait_for_timeout(300)
+    page_idle(page)  # the injected image has failed to load and its handler would have run
     assert page.evaluate("window.__pdInjected") is None, "an injected inline script or handler ran"
     assert len(log.csp_violations) >= 2, f"the injected code was not reported as blocked: {log.csp_violations}"
     # The page's own inline scripts still ran: Material's storage scope and our "js" class.
@@ -254,16 +221,13 @@ def test_without_the_pages_own_policy_the_same_injection_would_run(open_page_wit
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("palette", ["light", "dark"])
-def test_every_page_and_demo_runs_with_zero_csp_violations_and_no_outside_requests(
-        hosted_page, built_site: Path, palette: str) -> None:
-    problems = {}
-    for path in page_paths(built_site):
-        page, log = hosted_page(path + FAST, color_scheme=palette)
-        scroll_through(page, settle_ms=300)
-        play_every_demo(page)
-        page.wait_for_timeout(300)
-        if log.csp_violations or log.outside_requests or log.page_errors:
-            problems[path or "/"] = log.csp_violations + log.outside_requests + log.page_errors
-        page.context.close()
-    assert not problems, f"CSP violations, page errors or requests that left 127.0.0.1: {problems}"
+@pytest.mark.parametrize("view", ["desktop-light", "desktop-dark", "bare"])
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_and_demo_runs_with_zero_csp_violations_and_no_outside_requests(tour, path: str, view: str) -> None:
+    """Every demo played to its end, every option switched, every slider moved, every chart pointed at, in both
+    palettes with the `_headers` file; every demo drawn on a host that sends none (see tour.VIEWS). Measuring
+    this device, with the same checks: tests/browser/test_device.py."""
+    record = tour(path, view)
+    problems = {name: items for name, items in record.problems().items()
+                if name in ("CSP violations", "requests that left 127.0.0.1", "page errors")}
+    assert problems == {}

@@ -16,15 +16,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.browser.quality_pages import scroll_through
 from tests.browser.static_server import StaticServer
-from tests.browser.test_quality_builds import make_project
+from tests.browser.tour import Network, Tour, draw_every_demo
 from tests.conftest import build_site
+from tests.site.test_quality_builds import make_project
 
 TEMPLATE_SYNTAX = "Say {{ machine.cpu }} and stop. {% claim ttft %}"  # must reach the page as typed
 PROMPT = f"</script><img src=x onerror=window.__pdPwned=1> {TEMPLATE_SYNTAX} quantum?"
 NOTE = "<script>window.__pdPwned=2</script><b>note</b>"
 LABEL_TAIL = " <img src=x onerror=window.__pdPwned=3>"
+pytestmark = [pytest.mark.build, pytest.mark.xdist_group("hostile")]
 MARKUP_PATTERN = re.compile(r"<img src=x|<script>window\.__pdPwned|<b>note</b>")
 
 
@@ -85,12 +86,20 @@ def test_hostile_text_is_escaped_in_the_built_html(hostile_site: Path) -> None:
         assert not MARKUP_PATTERN.search(html), f"{chapter}: hostile text reached the HTML as markup"
 
 
-def test_hostile_text_in_demo_json_stays_data(hostile_site: Path) -> None:
-    traces = list((hostile_site / "assets" / "traces").glob("*-zh-*.json")) or \
-        list((hostile_site / "assets" / "traces").glob("*.json"))
+def test_hostile_text_in_demo_json_is_carried_as_typed(hostile_site: Path) -> None:
+    """The labels and prompts the browser shows as text are in the JSON as the author and translator typed
+    them: not escaped (nothing for the browser to un-escape), not dropped. (Plotly reads its own text as HTML:
+    what goes into a figure is escaped for it, tests/hooks/test_figures.py.)"""
+    traces = sorted((hostile_site / "assets" / "traces").glob("*-zh-*.json"))
     assert traces
+    prompts = {}
     for trace in traces:
-        json.loads(trace.read_text(encoding="utf-8"))  # still valid JSON, whatever the strings hold
+        data = json.loads(trace.read_text(encoding="utf-8"))
+        labels = [value for value in data["strings"].values() if isinstance(value, str)]
+        assert labels and all(label.endswith(LABEL_TAIL) for label in labels), trace.name
+        if "prompt" in data:
+            prompts[data["kind"]] = data["prompt"]["text"]
+    assert prompts.get("conversation") == PROMPT and prompts.get("prefill") == PROMPT, prompts
 
 
 @pytest.mark.browser
@@ -102,12 +111,18 @@ def test_hostile_text_runs_nothing_and_shows_literally_in_the_browser(browser, h
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(hostile_url + chapter)
-    scroll_through(page)
-    for button in page.locator(".pd-button--play").all():  # play every demo to its end
-        button.scroll_into_view_if_needed()
-        button.click()
-    page.wait_for_timeout(3000)
+    network = Network(page)
+    page.goto(hostile_url + chapter + "?pd-speed=400")
+    draw_every_demo(page, Tour(chapter, "hostile"))
+    for demo in page.locator(".pd-demo").all():  # play every demo to its end
+        button = demo.locator(".pd-button--play")
+        if not button.count() or demo.get_attribute("data-pd-demo") == "device":
+            continue
+        button.first.scroll_into_view_if_needed()
+        button.first.click()
+        page.wait_for_function("el => (el.dataset.pdState ? el : el.querySelector('[data-pd-state]'))"
+                               ".dataset.pdState === 'ended'", arg=demo.element_handle(), timeout=20_000)
+    network.quiet(page)
     assert page.evaluate("() => window.__pdPwned") is None, "hostile input ran as script"
     assert page.locator('img[src="x"]').count() == 0, "hostile input became an <img> element"
     text = page.evaluate("() => document.body.innerText")

@@ -14,6 +14,7 @@ from simulations.cost import batch_cost, decode_batch_cost, first_compute_bound_
 from simulations.errors import PromptError
 from simulations.loader import load_model
 from simulations.model import KVCache, decode_batch, decode_step, mixed_step, prefill
+from tests.simulations.counting import Counting
 
 RTOL = 1e-5  # float32: a B-row matrix product sums in another order than B matrix-vector products
 FAKE_PEAKS = {"peak_gflops": 100.0, "peak_gbps": 20.0}  # the machine's peaks are measured elsewhere; tests need none
@@ -161,20 +162,6 @@ def test_sharing_one_cache_between_two_sequences_is_refused(tiny):
     [cache] = users_with_prompts(tiny, [5])
     with pytest.raises(ValueError, match="its own KV cache"):
         decode_batch(tiny.weights, tiny.config, [1, 2], [cache, cache])
-
-
-class Counting(M.Observer):
-    def __init__(self) -> None:
-        self.flops = self.kv_read = 0
-
-    def matmul(self, x, w, b):
-        self.flops += 2 * x.shape[0] * w.shape[0] * w.shape[1]
-
-    def attention(self, q, k, v):
-        tq, n_heads, head_dim = q.shape
-        past = k.shape[1] - tq
-        self.flops += 4 * head_dim * n_heads * sum(past + i + 1 for i in range(tq))
-        self.kv_read += k.nbytes + v.nbytes
 
 
 def test_batched_and_mixed_passes_counted_on_real_passes_equal_the_cost_model(tiny):

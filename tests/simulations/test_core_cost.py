@@ -13,29 +13,12 @@ from simulations.generate import AttentionCapture, generate
 from simulations.loader import load_model
 from simulations.projection_data import load_data
 from simulations.tiny import tiny_config, tiny_weights
+from tests.simulations.counting import Counting
 
 
 @pytest.fixture(scope="module")
 def tiny():
     return load_model("tiny")
-
-
-class Counting(M.Observer):
-    """Adds up FLOPs and bytes from the arrays the model hands to its products, as they happen."""
-
-    def __init__(self) -> None:
-        self.flops = self.matrix_bytes = self.kv_read = 0
-
-    def matmul(self, x, w, b):
-        self.flops += 2 * x.shape[0] * w.shape[0] * w.shape[1]
-        self.matrix_bytes += w.nbytes + (b.nbytes if b is not None else 0)
-
-    def attention(self, q, k, v):
-        tq, n_heads, head_dim = q.shape
-        past = k.shape[1] - tq
-        visible_keys = sum(past + i + 1 for i in range(tq))  # query i sees the past and itself
-        self.flops += 2 * 2 * head_dim * n_heads * visible_keys  # q·k and probs·v
-        self.kv_read += k.nbytes + v.nbytes
 
 
 def norm_bytes(weights: M.Weights) -> int:

@@ -129,3 +129,10 @@ def test_digits_are_split_one_by_one(smollm):
     assert [tokenizer.decode([i]) for i in tokenizer.encode("2048")] == ["2", "0", "4", "8"]
     for text in (PROMPT, "请用三句话介绍量子计算", "x = 3.14159; print(f'{x:.2f}')\n"):
         assert tokenizer.decode(tokenizer.encode(text)) == text
+
+
+def test_the_recorded_answer_is_the_same_on_every_run(smollm):
+    from simulations.trace import record
+
+    answers = {record(smollm, PROMPT, max_new_tokens=24)["answer"] for _ in range(2)}
+    assert len(answers) == 1, answers

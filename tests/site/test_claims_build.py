@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.site.test_serve_resilience import make_project_copy
+
+pytestmark = pytest.mark.build
 
 HOLDS_ZH = "{% claim sweep.length_growth == 32 %}提问长度增长了 {{ sweep.length_growth }}{% endclaim %}"
 FAILS_EN = "TPS {% claim sweep.tps_drop_pct > 99% and machine.ridge > 0 %}collapses entirely{% endclaim %}."

@@ -96,6 +96,8 @@ def docs_copy(tmp_path: Path) -> Path:
     config = re.sub(r"^  - (hooks|simulations|overrides)(/|$)", lambda m: f"  - {REPO}/{m.group(1)}{m.group(2)}",
                     config, flags=re.M)
     (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
+    (REPO / ".cache").mkdir(exist_ok=True)
+    (tmp_path / ".cache").symlink_to(REPO / ".cache", target_is_directory=True)  # measured once, not again here
     return tmp_path
 
 
@@ -106,6 +108,7 @@ def _build(project: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.build
 def test_a_broken_demo_block_stops_the_build_naming_file_line_and_allowed_kinds(docs_copy):
     page = docs_copy / "docs/en/decode.md"
     lines = page.read_text(encoding="utf-8").splitlines()
@@ -123,6 +126,7 @@ def test_a_broken_demo_block_stops_the_build_naming_file_line_and_allowed_kinds(
     assert "Traceback" not in output
 
 
+@pytest.mark.build
 def test_a_missing_chapter_label_names_the_setting(docs_copy):
     config = docs_copy / "mkdocs.yml"
     text = config.read_text(encoding="utf-8").replace('chapter_label: "Chapter {number:02d}"', "chapter_labels: oops")

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import SiteBuild, build_site
 
-pytestmark = pytest.mark.real_model
+pytestmark = [pytest.mark.real_model, pytest.mark.build, pytest.mark.xdist_group("real-model-site")]
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,12 @@ import pytest
 
 from hooks.demos.blocks import KINDS
 
-from tests.site.test_serve_resilience import CHAPTER, CHAPTER_URL, ServedProject, fetch, serving
+from tests.site.test_serve_resilience import CHAPTER, CHAPTER_URL, ServedProject, fetch
 
 BAD_BLOCK = "```demo\nkind: teleport\nprompt: hi\n```"
 BOX = 'class="pd-authoring-error"'
 STRINGS = "en/demo-strings.yml"
+pytestmark = [pytest.mark.build, pytest.mark.xdist_group("serve")]  # the server of tests/site/conftest.py
 
 
 def with_bad_block(original: str) -> tuple[str, int]:
@@ -32,12 +33,6 @@ def box_messages(html: str) -> list[str]:
     import html as html_module
 
     return [html_module.unescape(m) for m in re.findall(r'class="pd-authoring-error__message">(.*?)</code>', html)]
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedProject]:
-    with serving(tmp_path_factory.mktemp("serve-mistakes") / "project") as project:
-        yield project
 
 
 @pytest.fixture
@@ -139,6 +134,7 @@ def test_in_the_open_tab_the_box_appears_within_seconds_and_the_fixed_file_shows
     print(f"\nmkdocs serve: save a bad block → its error box visible in the open tab: {seconds:.2f} s")
 
 
+@pytest.mark.xdist_group("own-server-strict")
 def test_serve_strict_still_stops_on_a_mistake(tmp_path: Path) -> None:
     project = ServedProject(tmp_path / "project", extra_env={"PD_SWEEP": "quick"}, extra_args=("--strict",))
     try:

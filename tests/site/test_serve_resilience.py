@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.build, pytest.mark.xdist_group("serve")]  # one server for this file and the mistakes'
 CHAPTER = "zh/two-phases.md"
 CHAPTER_URL = "two-phases/"
 # Invalid demo blocks of the kinds an author really types: unknown kind, broken YAML, missing prompt.
@@ -134,12 +135,6 @@ def serving(root: Path) -> Iterator[ServedProject]:
         project.stop()
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[ServedProject]:
-    with serving(tmp_path / "project") as project:
-        yield project
-
-
 def test_serve_survives_a_burst_of_edits_and_ends_on_the_last_valid_state(served: ServedProject) -> None:
     chapter = served.chapter(CHAPTER)
     original = chapter.read_text(encoding="utf-8")
@@ -179,6 +174,7 @@ def test_a_prose_edit_is_served_again_without_simulating(served: ServedProject, 
     print(f"\nmkdocs serve: save-to-served for a prose edit, median of {len(timings)}: {median:.2f} s")
 
 
+@pytest.mark.xdist_group("own-server")
 def test_deleting_the_cache_folder_while_serving_recovers(tmp_path: Path) -> None:
     project = ServedProject(tmp_path / "project", extra_env={"PD_SWEEP": "quick"})
     try:

@@ -1,6 +1,8 @@
 """Builds are reproducible, and a damaged simulation cache is reported and recomputed, never served.
 
-Each test builds a temporary project (docs and code linked from the repo) with the tiny model.
+A temporary project (docs and code linked from the repo, a simulation cache of its own) is built with the
+tiny model from an empty cache, then again from the cache that build filled: the two are byte-identical.
+Then two of its cache files are damaged and the build reports and recomputes them.
 """
 
 from __future__ import annotations
@@ -8,16 +10,17 @@ from __future__ import annotations
 import filecmp
 import json
 import os
-import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import build_site
+from tests.conftest import SiteBuild, build_site
 
 REPO = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.build, pytest.mark.xdist_group("builds")]
 # Files that must differ between two builds, and why:
 #   sitemap.xml      <lastmod> is the build date (MkDocs writes it on every build)
 #   sitemap.xml.gz   the same, and gzip's header stores the compression time
@@ -25,7 +28,8 @@ EXCLUDED = {"sitemap.xml", "sitemap.xml.gz"}
 
 
 def make_project(root: Path, *, own_cache: bool = False) -> Path:
-    """A project at root: docs and code linked from the repo, the simulation cache shared or copied.
+    """A project at root: docs and code linked from the repo, the repo's simulation cache shared, or an empty
+    one of its own (never a copy: other builds of this run may be writing the repo's cache at that moment).
 
     Returns its mkdocs.yml, with the headers hook added if mkdocs.yml does not list it yet.
     """
@@ -35,7 +39,7 @@ def make_project(root: Path, *, own_cache: bool = False) -> Path:
             (root / folder).symlink_to(REPO / folder, target_is_directory=True)
     (REPO / ".cache").mkdir(exist_ok=True)
     if own_cache:
-        shutil.copytree(REPO / ".cache", root / ".cache")
+        (root / ".cache").mkdir()
     else:
         (root / ".cache").symlink_to(REPO / ".cache", target_is_directory=True)
     text = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
@@ -56,23 +60,30 @@ def differing_files(first: Path, second: Path) -> list[str]:
     return different
 
 
-def test_two_builds_from_the_same_cache_are_byte_identical(tmp_path: Path) -> None:
-    config = make_project(tmp_path / "project")
-    build_site(tmp_path / "warm-up", config_file=config, extra_env={"PD_SWEEP": "quick"})  # fills the cache
-    first = build_site(tmp_path / "first", config_file=config, extra_env={"PD_SWEEP": "quick"}).path
-    second = build_site(tmp_path / "second", config_file=config, extra_env={"PD_SWEEP": "quick"}).path
-    assert list(first.rglob("*.html")) and list(first.rglob("assets/traces/*.json"))
-    assert differing_files(first, second) == []
+@dataclass(frozen=True)
+class ColdAndWarm:
+    config: Path
+    cold: SiteBuild
+    warm: SiteBuild
 
 
-def test_a_build_from_a_cold_cache_matches_one_from_the_warm_cache(tmp_path: Path) -> None:
-    """What a build stores in the cache is exactly what it used: the round trip changes nothing."""
-    config = make_project(tmp_path / "project", own_cache=True)
-    shutil.rmtree(tmp_path / "project" / ".cache" / "traces", ignore_errors=True)
-    cold = build_site(tmp_path / "cold", config_file=config, extra_env={"PD_SWEEP": "quick"})
+@pytest.fixture(scope="module")
+def cold_and_warm(tmp_path_factory: pytest.TempPathFactory) -> ColdAndWarm:
+    """A project with an empty cache of its own, built twice: from the cold cache, then from the warm one."""
+    root = tmp_path_factory.mktemp("builds")
+    config = make_project(root / "project", own_cache=True)
+    cold = build_site(root / "cold", config_file=config, extra_env={"PD_SWEEP": "quick"})
+    warm = build_site(root / "warm", config_file=config, extra_env={"PD_SWEEP": "quick"})
+    return ColdAndWarm(config, cold, warm)
+
+
+def test_a_build_from_a_cold_cache_matches_one_from_the_warm_cache(cold_and_warm: ColdAndWarm) -> None:
+    """What a build stores in the cache is exactly what it used: the round trip changes nothing, and two
+    builds of the same sources are byte-identical."""
+    cold, warm = cold_and_warm.cold, cold_and_warm.warm
     assert "Simulating" in cold.log, "an emptied cache did not simulate"
-    warm = build_site(tmp_path / "warm", config_file=config, extra_env={"PD_SWEEP": "quick"})
     assert "Simulating" not in warm.log, "a warm cache still simulated"
+    assert list(cold.path.rglob("*.html")) and list(cold.path.rglob("assets/traces/*.json"))
     assert differing_files(cold.path, warm.path) == []
 
 
@@ -87,12 +98,11 @@ def _build_without_strict(config: Path, out: Path) -> subprocess.CompletedProces
                           cwd=config.parent, env=env, capture_output=True, text=True, timeout=3000)
 
 
-def test_a_corrupt_or_truncated_cache_file_is_reported_and_recomputed(tmp_path: Path) -> None:
-    config = make_project(tmp_path / "project", own_cache=True)
+def test_a_corrupt_or_truncated_cache_file_is_reported_and_recomputed(cold_and_warm: ColdAndWarm,
+                                                                     tmp_path: Path) -> None:
+    config = cold_and_warm.config
     project = config.parent
-    # Start empty, so every cached file is one this build reads (not a leftover of older code).
-    shutil.rmtree(project / ".cache" / "traces", ignore_errors=True)
-    build_site(tmp_path / "fill", config_file=config, extra_env={"PD_SWEEP": "quick"})
+    # Every cached file is one these builds read (the cache started empty), not a leftover of older code.
     files = _cache_files(project)
     assert len(files) >= 2, "expected the build to cache its simulations under .cache/traces/"
     truncated, garbled = files[0], files[-1]
@@ -112,14 +122,3 @@ def test_a_corrupt_or_truncated_cache_file_is_reported_and_recomputed(tmp_path: 
     assert "WARNING" not in again.log and "Simulating" not in again.log
     for trace in (tmp_path / "site" / "assets" / "traces").glob("*.json"):
         json.loads(trace.read_text(encoding="utf-8"))  # everything served parses
-
-
-@pytest.mark.real_model
-def test_the_recorded_answer_is_the_same_on_every_run() -> None:
-    from simulations.loader import load_model
-    from simulations.trace import record
-
-    model = load_model(None)
-    prompt = "Explain quantum computing in three sentences."
-    answers = {record(model, prompt, max_new_tokens=24)["answer"] for _ in range(2)}
-    assert len(answers) == 1, answers

@@ -1,0 +1,347 @@
+"""One tour per page and view: visit a built page once, do what a reader does there, and record everything
+the page-wide tests check (tests/browser/test_pages.py, test_quality_*.py, test_narrow_screens.py).
+
+A view is one way of meeting the page: a screen width, a palette, a host with or without the `_headers` file,
+JavaScript on or off. The `tour` fixture (tests/browser/conftest.py) takes each (page, view) tour at most once
+per test session (per xdist worker; the tests of one page run on one worker) and hands the same record to every
+test that asks. Waiting is on the demos' own ready attributes and on the network going quiet, never on a clock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+PAGE_TIMEOUT_MS = 20_000
+DEVICE_TIMEOUT_MS = 240_000  # the quick measurement of this device, on a loaded two-core machine
+FAST = "?pd-speed=400"  # the player's test hook: 400x the recorded clock
+LOCAL_HOSTS = {"127.0.0.1"}
+
+
+@dataclass(frozen=True)
+class View:
+    width: int
+    height: int = 900
+    palette: str = "light"
+    headers: bool = True  # served with the `_headers` file (Netlify, Cloudflare Pages) or without (GitHub Pages)
+    javascript: bool = True
+    phone: bool = False  # a phone's touch screen at device scale 2, measuring layout shifts while the page loads
+    draw: bool = True  # draw every demo and chart (the reader's gesture, then each one scrolled into view)
+    play: bool = False  # then play every demo to its end, switch every option, move every slider, hover every chart
+    device: bool = False  # and, while playing, measure this device (the device demo's quick run)
+    axe: bool = False
+    screenshot: bool = False
+
+
+VIEWS = {
+    # Every demo played, in both palettes, under the `_headers` policy and the page's own (both enforced).
+    # Measuring this device is left to tests/browser/test_device.py, which runs it in both palettes with the
+    # same checks (console, page errors, CSP, requests off 127.0.0.1).
+    "desktop-light": View(1280, play=True, axe=True, screenshot=True),
+    "desktop-dark": View(1280, palette="dark", play=True, axe=True),
+    # A host that sends no headers: the page's own policy alone. It is also enforced in the two views above,
+    # so what it would block there is reported there too; here every demo is drawn, not played again.
+    "bare": View(1280, headers=False),
+    "phone": View(412, 823, phone=True, draw=False),
+    # The narrowest phones, the demos and charts drawn; axe at the narrowest in both palettes.
+    "320": View(320, 720, axe=True),
+    "360": View(360, 720, palette="dark", axe=True),
+    # Without JavaScript: the static fallbacks.
+    "320-nojs": View(320, 720, javascript=False, draw=False),
+    "360-nojs": View(360, 720, javascript=False, draw=False),
+}
+
+
+@dataclass
+class Tour:
+    path: str
+    view: str
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    csp_violations: list[str] = field(default_factory=list)
+    outside_requests: list[str] = field(default_factory=list)
+    unanswered: list[str] = field(default_factory=list)  # responses of 400 or more, and failed requests
+    h1_count: int = 0
+    html_lang: str = ""
+    color_scheme: str = ""  # Material's data-md-color-scheme on <body>
+    demo_status: dict[str, str] = field(default_factory=dict)  # demo id -> data-pd-status once drawn
+    axe: list[dict] | None = None  # violations, when the view runs axe-core
+    scroll_width: int = 0
+    inner_width: int = 0
+    sticking_out: list[str] = field(default_factory=list)
+    chart_clashes: list[str] = field(default_factory=list)
+    narrow_sliders: list[str] = field(default_factory=list)
+    layout_shifts: list[dict] = field(default_factory=list)
+    tables: list[dict] = field(default_factory=list)  # every table in a demo or validation box: does it scroll
+    source_selects: list[dict] = field(default_factory=list)  # projection pickers, on their longest name
+    device_state: dict[str, str] = field(default_factory=dict)
+    screenshot: Path | None = None
+    seconds: float = 0.0
+
+    def problems(self) -> dict[str, list[str]]:
+        """What a reader would meet that is wrong: errors, blocked code, requests that fail or leave 127.0.0.1."""
+        found = {"console errors": self.console_errors, "page errors": self.page_errors,
+                 "CSP violations": self.csp_violations, "requests that left 127.0.0.1": self.outside_requests,
+                 "requests the site could not answer": self.unanswered,
+                 "demos that did not load": [f"{demo}: {status}" for demo, status in self.demo_status.items()
+                                             if status != "ready"]}
+        return {name: items for name, items in found.items() if items}
+
+    def fits(self) -> bool:
+        return self.scroll_width <= self.inner_width
+
+
+# What sticks out past the right edge of the screen, for the failure message (inside a box that scrolls
+# or clips it, it does not count: that box is what the page holds).
+STICKING_OUT = """() => [...document.body.querySelectorAll('*')].filter((el) => {
+    if (el.getBoundingClientRect().right <= innerWidth + 0.5) return false;
+    for (let box = el.parentElement; box && box !== document.body; box = box.parentElement) {
+      if (getComputedStyle(box).overflowX !== 'visible') return box.getBoundingClientRect().right > innerWidth + 0.5;
+    }
+    return true;
+  }).slice(0, 8).map((el) => `${el.tagName.toLowerCase()}.${el.getAttribute('class') || ''}`
+    + ` (right edge at ${Math.round(el.getBoundingClientRect().right)} px)`)"""
+
+# The words of every drawn chart (title, axis titles and ticks, legend, annotations such as the source
+# note) that overlap one another or stick out of the chart, as "chart: ..." lines for the failure message.
+CHART_TEXT_CLASHES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap((plot) => {
+    const name = plot.closest('[data-pd-demo]')?.dataset.pdDemo || 'chart';
+    const chart = plot.getBoundingClientRect();
+    const words = [...plot.querySelectorAll('.gtitle, .xtick text, .ytick text, .g-xtitle text, .g-ytitle text,'
+        + ' .annotation-text, .legendtext')].filter((el) => el.textContent.trim() && el.getBoundingClientRect().width)
+      .map((el) => [el.textContent.slice(0, 40), el.getBoundingClientRect()]);
+    const clashes = words.filter(([, box]) => box.left < chart.left - 1 || box.right > chart.right + 1)
+      .map(([text, box]) => `${name}: "${text}" runs off the chart (${Math.round(box.left - chart.left)}`
+        + `..${Math.round(box.right - chart.left)} px of ${Math.round(chart.width)})`);
+    words.forEach(([a, boxA], i) => words.slice(i + 1).forEach(([b, boxB]) => {
+      const across = Math.min(boxA.right, boxB.right) - Math.max(boxA.left, boxB.left);
+      const down = Math.min(boxA.bottom, boxB.bottom) - Math.max(boxA.top, boxB.top);
+      if (across > 1 && down > 1) clashes.push(`${name}: "${a}" overlaps "${b}"`);
+    }));
+    return clashes;
+  })"""
+
+# Sliders narrower than a finger can set (the prompt-length scrubber was 25 px wide at 320 px).
+NARROW_SLIDERS = """() => [...document.querySelectorAll('.pd-demo input[type=range]')]
+    .filter((el) => el.getClientRects().length && el.getBoundingClientRect().width < 100)
+    .map((el) => `${el.id || el.className}: ${Math.round(el.getBoundingClientRect().width)} px`)"""
+
+# Every table a demo or the validation appendix holds, and whether it scrolls inside its own box.
+# Once Material's script runs (at the reader's first gesture) a prose table sits in a wrapper that scrolls instead.
+TABLES = """() => [...document.querySelectorAll('.pd-demo__table, article .pd-validation table')].map((el) => {
+    const wrapper = el.closest('.md-typeset__scrollwrap');
+    return {name: el.className || el.tagName.toLowerCase(), validation: !!el.closest('.pd-validation'),
+      visible: el.getClientRects().length > 0, tabindex: el.getAttribute('tabindex'),
+      overflow: Math.max(el.scrollWidth - el.clientWidth, wrapper ? wrapper.scrollWidth - wrapper.clientWidth : 0)};
+  })"""
+
+# Every layout shift while the page loads, including those Chromium flags as following input: under a
+# test's viewport emulation it flags the shifts of the first frames so, which would hide them all.
+RECORD_SHIFTS = """window.__pdShifts = [];
+new PerformanceObserver((list) => { for (const entry of list.getEntries()) window.__pdShifts.push({
+  value: entry.value,
+  inHeader: entry.sources.every((s) => s.node && (s.node.closest ? s.node : s.node.parentElement)?.closest('header')),
+  nodes: entry.sources.map((s) => s.node ? s.node.nodeName + '.' + s.node.className : '?') }); })
+  .observe({ type: 'layout-shift', buffered: true });"""
+
+NEXT_FRAME = "() => new Promise((done) => requestAnimationFrame(() => done()))"
+NEXT_FRAMES = "() => document.fonts.ready.then(() => new Promise((done) => requestAnimationFrame(() => " \
+              "requestAnimationFrame(() => done()))))"
+
+
+def is_outside(url: str) -> bool:
+    parsed = urlparse(url)
+    return parsed.scheme in {"http", "https", "ws", "wss"} and parsed.hostname not in LOCAL_HOSTS
+
+
+class Network:
+    """The requests a page has in flight, to wait until the network is quiet (Playwright's `networkidle`
+    is a load state: it says nothing of the requests a page makes after it loaded)."""
+
+    def __init__(self, page, *, javascript: bool = True) -> None:
+        self.javascript = javascript
+        self.pending: set[object] = set()
+        page.on("request", lambda request: self.pending.add(request))
+        page.on("requestfinished", lambda request: self.pending.discard(request))
+        page.on("requestfailed", lambda request: self.pending.discard(request))
+
+    def quiet(self, page, *, quiet_ms: int = 300, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
+        """Wait until no request has been in flight for quiet_ms (a page that keeps polling must not hang:
+        after timeout_ms the caller's asserts decide)."""
+        if not self.javascript:  # nothing runs after the load (and no frame callback would ever run)
+            page.wait_for_load_state("networkidle")
+            return
+        deadline = time.monotonic() + timeout_ms / 1000
+        quiet_since = None
+        while time.monotonic() < deadline:
+            if self.pending:
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= quiet_ms / 1000:
+                break
+            page.evaluate(NEXT_FRAME)  # one frame later, with the page's network events delivered
+        page.evaluate(NEXT_FRAMES)
+
+
+def engage(page) -> None:
+    """The reader's first gesture: demos, charts and Material's script start on it."""
+    page.mouse.move(10, 300)
+    page.mouse.move(20, 310)
+
+
+def draw_every_demo(page, record: Tour) -> None:
+    """Bring every demo and chart into view, as a reader scrolling through does, and wait until each is drawn
+    (or has failed: its status says so and the tests report it)."""
+    engage(page)
+    for demo in page.locator(".pd-demo").all():
+        demo.scroll_into_view_if_needed()
+        handle = demo.element_handle()
+        page.wait_for_function("el => ['ready', 'error'].includes(el.dataset.pdStatus)", arg=handle,
+                               timeout=PAGE_TIMEOUT_MS)
+        record.demo_status[demo.get_attribute("id") or demo.get_attribute("data-pd-demo")] = \
+            demo.get_attribute("data-pd-status")
+    for chart in page.locator(".pd-chart").all():
+        chart.scroll_into_view_if_needed()
+        page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(),
+                               timeout=PAGE_TIMEOUT_MS)
+    page.evaluate("() => window.scrollTo(0, document.documentElement.scrollHeight)")
+
+
+def play_every_demo(page, *, device: bool) -> dict[str, str]:
+    """Do what a reader can do with every demo of the page: play it to the end, switch every option,
+    move every slider to its end and point at every chart (plotly writes styles as it hovers).
+    Returns the device demo's end state when it was measured."""
+    states = {}
+    for demo in page.locator(".pd-demo").all():
+        demo.scroll_into_view_if_needed()
+        engage(page)
+        page.wait_for_function("el => el.dataset.pdStatus === 'ready'", arg=demo.element_handle(),
+                               timeout=PAGE_TIMEOUT_MS)
+        play = demo.locator(".pd-button--play")
+        if demo.get_attribute("data-pd-demo") == "device":
+            if device:  # measure this device: the quick run, to its result
+                demo.locator("select").select_option("quick")
+                play.first.click()
+                page.wait_for_function("el => !['idle', 'running'].includes(el.dataset.pdDeviceState)",
+                                       arg=demo.element_handle(), timeout=DEVICE_TIMEOUT_MS)
+                states[demo.get_attribute("id")] = demo.get_attribute("data-pd-device-state")
+        elif play.count():
+            play.first.click()
+            # the player's root: the demo itself, or the part of it the player drives (batching's two users)
+            page.wait_for_function("el => (el.dataset.pdState ? el : el.querySelector('[data-pd-state]'))"
+                                   ".dataset.pdState === 'ended'", arg=demo.element_handle(),
+                                   timeout=PAGE_TIMEOUT_MS)
+        if demo.get_attribute("data-pd-demo") != "device" or device:
+            for select in demo.locator("select").all():
+                for value in [option.get_attribute("value") for option in select.locator("option").all()]:
+                    select.select_option(value)
+        for slider in demo.locator("input[type=range]").all():
+            slider.focus()
+            page.keyboard.press("End")
+        for chart in demo.locator(".pd-chart").all():
+            chart.scroll_into_view_if_needed()
+            page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(),
+                                   timeout=PAGE_TIMEOUT_MS)
+            chart.hover()
+    return states
+
+
+def run_axe(page, axe_source: str) -> list[dict]:
+    """axe-core's violations on the page. page.evaluate runs outside the page's CSP, unlike a <script>."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(axe_source)
+    return page.evaluate("""async () => {
+        const result = await axe.run(document, {resultTypes: ['violations']});
+        return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+            nodes: v.nodes.slice(0, 5).map(n => n.target.join(' ') + ' :: ' + n.failureSummary)}));
+    }""")
+
+
+def source_selects(page) -> list[dict]:
+    """Each projection picker (it cannot wrap) on its last, longest kind of name: does it stay on screen?"""
+    found = []
+    for select in page.locator(".pd-demo select[id$='-source']").all():
+        if not select.is_visible():
+            continue
+        widest = select.evaluate("el => Math.max(...[...el.options].map((o) => o.text.length))")
+        select.select_option(index=select.locator("option").count() - 1)
+        box = select.bounding_box()
+        found.append({"id": select.get_attribute("id"), "widest": widest,
+                      "left": box["x"], "right": box["x"] + box["width"]})
+    return found
+
+
+def take_tour(browser, base_url: str, path: str, name: str, *, axe_source: str | None,
+              screenshot_dir: Path | None) -> Tour:
+    view = VIEWS[name]
+    record = Tour(path, name)
+    started = time.monotonic()
+    options = {"viewport": {"width": view.width, "height": view.height}, "color_scheme": view.palette,
+               "java_script_enabled": view.javascript}
+    if view.phone:
+        options.update(is_mobile=True, has_touch=True, device_scale_factor=2)
+    context = browser.new_context(**options)
+    try:
+        page = context.new_page()
+        network = Network(page, javascript=view.javascript)
+
+        def on_console(message) -> None:
+            if message.type == "error":
+                text = message.text
+                (record.csp_violations if "Content Security Policy" in text else record.console_errors).append(text)
+
+        page.on("console", on_console)
+        page.on("pageerror", lambda error: record.page_errors.append(str(error)))
+        page.on("request", lambda request: record.outside_requests.append(request.url)
+                if is_outside(request.url) else None)
+        page.on("response", lambda response: record.unanswered.append(f"{response.status} {response.url}")
+                if response.status >= 400 else None)
+        page.on("requestfailed", lambda request: record.unanswered.append(f"failed ({request.failure}) {request.url}"))
+        if view.phone:
+            page.add_init_script(RECORD_SHIFTS)
+        page.goto(base_url + path + (FAST if view.play else ""), wait_until="load")
+        if view.phone or not view.draw:
+            network.quiet(page)
+        if view.phone:  # only loaded: nothing the reader did moved anything
+            record.layout_shifts = page.evaluate("window.__pdShifts")
+        record.h1_count = page.locator("article h1").count()
+        record.html_lang = page.evaluate("() => document.documentElement.lang")
+        record.color_scheme = page.evaluate("() => document.body.getAttribute('data-md-color-scheme') || ''")
+        if view.draw:
+            draw_every_demo(page, record)
+            network.quiet(page)
+        page.evaluate("() => window.scrollTo(0, 0)")
+        record.scroll_width = page.evaluate("() => document.documentElement.scrollWidth")
+        record.inner_width = page.evaluate("() => innerWidth")
+        if not record.fits():
+            record.sticking_out = page.evaluate(STICKING_OUT)
+        record.tables = page.evaluate(TABLES)
+        if view.javascript:
+            record.chart_clashes = page.evaluate(CHART_TEXT_CLASHES)
+            record.narrow_sliders = page.evaluate(NARROW_SLIDERS)
+        if view.axe and axe_source is not None:
+            record.axe = run_axe(page, axe_source)
+        if view.screenshot and screenshot_dir is not None:
+            record.screenshot = screenshot_dir / screenshot_name(path, view.palette)
+            page.screenshot(path=str(record.screenshot), full_page=True)
+        if view.javascript and view.width <= 360:
+            record.source_selects = source_selects(page)
+        if view.play:
+            record.device_state = play_every_demo(page, device=view.device)
+            network.quiet(page)
+    finally:
+        with contextlib.suppress(Exception):
+            context.close()
+    record.seconds = time.monotonic() - started
+    return record
+
+
+def screenshot_name(path: str, scheme: str) -> str:
+    name = path.strip("/").replace("/", "-")
+    if not path.startswith("en/"):
+        name = f"zh-{name}" if name else "zh"
+    return f"{name or 'en'}-{scheme}.png"
