@@ -18,11 +18,13 @@ DEFINED_IN = {
            "解码": "two-phases", "自回归": "decode", "KV Cache": "prefill", "TTFT": "ttft-tps", "TPS": "ttft-tps",
            "首 token 延迟": "ttft-tps", "算术强度": "bottleneck", "计算密集型": "bottleneck",
            "内存密集型": "bottleneck", "算力": "bottleneck", "带宽": "bottleneck", "ANE": "bottleneck",
-           "批处理": "batching", "分块 Prefill": "batching"},
+           "批处理": "batching", "分块 Prefill": "batching", "屋顶线": "bottleneck", "Roofline": "bottleneck",
+           "平衡点": "bottleneck", "转折点": "bottleneck"},
     "en": {"Prompt": "two-phases", "Token": "two-phases", "Prefill": "two-phases", "Decode": "two-phases", "Autoregressive": "decode",
            "KV cache": "prefill", "TTFT": "ttft-tps", "TPS": "ttft-tps", "Time to first token": "ttft-tps",
            "Arithmetic intensity": "bottleneck", "Compute-bound": "bottleneck", "memory-bound": "bottleneck",
-           "ANE": "bottleneck", "Batching": "batching", "Chunked prefill": "batching"},
+           "ANE": "bottleneck", "Batching": "batching", "Chunked prefill": "batching", "Roofline": "bottleneck",
+           "Ridge point": "bottleneck", "Turning point": "bottleneck"},
 }
 
 
