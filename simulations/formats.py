@@ -56,12 +56,26 @@ CACHE_FORMAT = 1  # bump when the layout of the converted-weights cache changes
 Progress = Callable[[str, float | None], None] | None
 
 
+_stored: dict[str, dict[str, tuple[str | None, np.ndarray]]] = {}  # memo: one GGUF parse per file
+
+
+def _stored_matrices(model: LoadedModel) -> dict[str, tuple[str | None, np.ndarray]]:
+    """`gguf_loader.stored_matrices` of the model's file (memory-mapped views), parsed once per process:
+    reading a GGUF's metadata (its 49 152-token vocabulary) takes seconds."""
+    if model.path is None:
+        return {}
+    key = str(model.path)
+    if key not in _stored:
+        _stored[key] = stored_matrices(model.path, model.config)
+    return _stored[key]
+
+
 def file_format(model: LoadedModel) -> str | None:
     """The format the model's GGUF file stores most of its layers' matrices in ("q4_1"), if it is one of
     `quantized.FORMATS`; None for a model without a file (the tiny test model)."""
     if model.path is None:
         return None
-    stored = stored_matrices(model.path, model.config)
+    stored = _stored_matrices(model)
     kinds = Counter(kind for name, (kind, _) in stored.items() if name.startswith("layer"))
     kind = kinds.most_common(1)[0][0] if kinds else None
     return kind if kind in FORMATS else None
@@ -107,7 +121,7 @@ def convert(model: LoadedModel, fmt: str, progress: Progress = None) -> LoadedMo
     if fmt == "f32":
         raise WeightFormatError("the float32 model is load_model(spec) itself")
     own = file_format(model)
-    stored = stored_matrices(model.path, model.config) if model.path is not None else {}
+    stored = _stored_matrices(model)
     target = cache_dir() / "formats" / model.fingerprint[:24] / fmt
     cached = _read_cache(target)
     matrices = _matrices(model.weights)
