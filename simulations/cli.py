@@ -200,6 +200,31 @@ def show_batch(result: dict) -> str:
     ])
 
 
+def show_formats(result: dict) -> str:
+    machine = result["machine"]
+    lengths = [str(n) for n in result["prompt_lengths"]]
+    rows = []
+    for f in result["formats"]:
+        rows.append({"format": f["name"], "bits/weight": f["bits_per_weight"], "MB": f["weight_bytes"] / 1e6,
+                     **{f"TTFT {n} ms": f["ttft_ms"][n] for n in lengths},
+                     "decode ms": f["decode_ms_per_token"], "tok/s": f["tps"], "× F32": f["decode_speedup"],
+                     "of GB/s": f["bandwidth_utilization"], "of GFLOP/s": f["compute_utilization"],
+                     "top-1": f["top1_agreement"], "KL": f["mean_kl"]})
+    columns = ["format", "bits/weight", "MB", *(f"TTFT {n} ms" for n in lengths), "decode ms", "tok/s", "× F32",
+               "of GB/s", "of GFLOP/s", "top-1", "KL"]
+    accuracy = result["accuracy"]
+    return "\n\n".join([
+        f"{result['model']['name']}: the same model in {len(rows)} weight formats ({machine['kernels']}); decode at "
+        f"{result['context_tokens']} tokens of context (machine peaks: {machine['peak_gflops']:,.1f} GFLOP/s, "
+        f"{machine['peak_gbps']:,.1f} GB/s)",
+        table(rows, columns),
+        f"of GB/s: decode's share of the measured bandwidth; of GFLOP/s: the {result['context_tokens']}-token "
+        f"prefill's share of the GEMM peak. Accuracy: top-1 agreement and mean KL(F32 ‖ format) in nats over "
+        f"{accuracy['steps']} teacher-forced steps of F32's answer to {accuracy['prompt']!r}; reference: "
+        f"{accuracy['reference']}.",
+    ])
+
+
 COMMANDS = {
     "fetch": (cmd_fetch, show_fetch),
     "record": (measured("trace", "record"), show_record),
@@ -207,6 +232,7 @@ COMMANDS = {
     "roofline": (measured("roofline", "roofline"), show_roofline),
     "project": (cmd_project, show_project),
     "batch": (measured("batch", "measure"), show_batch),
+    "formats": (measured("formats", "measure"), show_formats),
 }
 
 
@@ -248,6 +274,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-tokens", dest="two_users_chunk_tokens", type=_count,
                    help="its chunk size when chunked (default 256)")
     p.add_argument("--repeats", type=_count)
+    p = add("formats", "the same model in F32, F16, Q8_0 and its file's 4-bit format: speed and accuracy, measured")
+    p.add_argument("--formats", type=lambda s: [f.strip().lower() for f in s.split(",") if f.strip()],
+                   help="e.g. f32,f16,q8_0,q4_1 (default: those four, the last the file's own 4-bit format)")
+    p.add_argument("--prompt-lengths", type=_ints, help="TTFT at these prompt lengths (default 128,512,2048)")
+    p.add_argument("--context-tokens", type=_count, help="the decode steps' context (default 512)")
+    p.add_argument("--decode-steps", type=_count, help="timed decode steps per round (default 16)")
+    p.add_argument("--accuracy-steps", type=_count, help="teacher-forced answer tokens compared (default 64)")
+    p.add_argument("--repeats", type=_count, help="interleaved rounds (default 3)")
     p = add("project", "roofline projections onto published accelerators (projected, not measured)", model=False)
     p.add_argument("--models", type=lambda s: s.split(","))
     p.add_argument("--devices", type=lambda s: s.split(","))

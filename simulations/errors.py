@@ -15,3 +15,7 @@ class ModelFileError(SimulationError):
 
 class PromptError(SimulationError):
     """An empty prompt, or one longer than the model's context."""
+
+
+class WeightFormatError(SimulationError, ValueError):
+    """A weight format that is not supported, or a matrix a format cannot hold (quantized.py)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cost import PassCost, pass_cost
-from .loader import LoadedModel
+from .loader import LoadedModel, bytes_per_weight
 from .model import (
     NO_OBSERVER,
     KVCache,
@@ -138,7 +138,8 @@ class Request:
             index=self.index, phase=self.phase, token_ids=list(self.consumed), logits=logits, token=token,
             kv_tokens=cache.length if cache is not None else 0, kv_bytes=cache.nbytes if cache is not None else 0,
             start_ms=start_ms, end_ms=end_ms,
-            cost=pass_cost(self.model.config.shape, len(self.consumed), self.past, cached=not self.recompute),
+            cost=pass_cost(self.model.config.shape, len(self.consumed), self.past, cached=not self.recompute,
+                           bytes_per_weight=bytes_per_weight(self.model)),
             attention=self.capture.per_layer().mean(axis=0) if self.capture else None,
         )
         self.capture = None

@@ -142,6 +142,36 @@ def _dequantized_tensors(reader, path: Path, config: ModelConfig) -> dict[str, n
     return out
 
 
+def stored_matrices(path: str | Path, config: ModelConfig) -> dict[str, tuple[str, np.ndarray]]:
+    """Every weight matrix of the GGUF as the file stores it: {name: (format, raw data)}, named as the cache's
+    arrays are ("layer3.wqkv", "token_embedding", ...). Q, K and V (and gate and up) are stacked by rows, as
+    the float32 model stacks them: a row of blocks is one output's weights, so stacking keeps every block.
+    The format is the lower-case GGML type ("q4_1"); a stack of tensors stored in different types is None."""
+    path = Path(path).expanduser().resolve()
+    reader = _open_reader(path)
+    tensors = {t.name: t for t in reader.tensors}
+    c = config
+
+    def raw(*names: str) -> tuple[str | None, np.ndarray]:
+        for name in names:
+            if name not in tensors:
+                raise ModelFileError(f"{path}: tensor '{name}' is missing (a {c.arch} model needs it)")
+        kinds = {tensors[name].tensor_type.name.lower() for name in names}
+        data = [np.asarray(tensors[name].data) for name in names]
+        return (kinds.pop() if len(kinds) == 1 else None), (data[0] if len(data) == 1 else np.concatenate(data))
+
+    out = {"token_embedding": raw("token_embd.weight")}
+    if not c.tied_embeddings:
+        out["lm_head"] = raw("output.weight")
+    for i in range(c.n_layers):
+        b = f"blk.{i}."
+        out[f"layer{i}.wqkv"] = raw(b + "attn_q.weight", b + "attn_k.weight", b + "attn_v.weight")
+        out[f"layer{i}.wo"] = raw(b + "attn_output.weight")
+        out[f"layer{i}.w_gate_up"] = raw(b + "ffn_gate.weight", b + "ffn_up.weight")
+        out[f"layer{i}.w_down"] = raw(b + "ffn_down.weight")
+    return out
+
+
 def weights_from_arrays(arrays: dict[str, np.ndarray], config: ModelConfig) -> Weights:
     names = [field.name for field in dataclasses.fields(LayerWeights)]  # the cache's files are named after them
     layers = [LayerWeights(**{name: arrays.get(f"layer{i}.{name}") for name in names}) for i in range(config.n_layers)]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import ModelConfig
-from .cost import kv_bytes_per_token, weight_bytes
+from .cost import FLOAT32_BYTES, kv_bytes_per_token, weight_bytes
 from .fetch import GGUF_MEMBER, PACKAGE, fetch_default_model
 from .gguf_loader import load_gguf
 from .model import Weights
@@ -26,6 +26,27 @@ class LoadedModel:
     weights: Weights
     tokenizer: Tokenizer
     fingerprint: str  # sha256 of the GGUF, or of the tiny config + seed: use it in cache keys
+    path: Path | None = None  # the GGUF file, if the model came from one
+    weight_format: str = "f32"  # the format its matrices are held in (quantized.FORMATS; formats.convert)
+
+
+def weights_nbytes(weights: Weights) -> int:
+    """Bytes of every parameter as held (a tied embedding/LM-head matrix once), block scales included."""
+    arrays = [weights.token_embedding, weights.final_norm]
+    if weights.lm_head is not weights.token_embedding:
+        arrays.append(weights.lm_head)
+    for layer in weights.layers:
+        arrays += [a for a in (layer.attn_norm, layer.wqkv, layer.bqkv, layer.wo, layer.mlp_norm, layer.w_gate_up,
+                               layer.w_down) if a is not None]
+    return sum(int(a.nbytes) for a in arrays)
+
+
+def bytes_per_weight(model: LoadedModel) -> float:
+    """The mean bytes a parameter occupies as held: 4 in float32; less in a GGUF format (its block scales
+    and the float32 norms counted). What a pass reads per weight, for the cost model (`cost.batch_cost`)."""
+    if model.weight_format == "f32":
+        return FLOAT32_BYTES
+    return weights_nbytes(model.weights) / model.config.shape.params
 
 
 def model_summary(model: LoadedModel) -> dict:
@@ -35,20 +56,29 @@ def model_summary(model: LoadedModel) -> dict:
         "name": model.name, "source": model.source, "arch": c.arch, "params": c.shape.params,
         "layers": c.n_layers, "heads": c.n_heads, "kv_heads": c.n_kv_heads, "head_dim": c.head_dim,
         "d_model": c.d_model, "d_ff": c.d_ff, "vocab_size": c.vocab_size, "tied_embeddings": c.tied_embeddings,
-        "qkv_bias": c.qkv_bias, "max_context": c.max_context, "weight_bytes": int(weight_bytes(c.shape)),
+        "qkv_bias": c.qkv_bias, "max_context": c.max_context, "weight_bytes": int(weight_bytes(c.shape, bytes_per_weight(model))),
+        "weight_format": model.weight_format,
         "kv_bytes_per_token": int(kv_bytes_per_token(c.shape)),
         "fingerprint": model.fingerprint,
     }
 
 
-def load_model(spec: str | None = None, progress=None) -> LoadedModel:
+def load_model(spec: str | None = None, progress=None, weight_format: str = "f32") -> LoadedModel:
     """"smollm2-135m" (cached download), "tiny" (seeded random) or a path to a llama/qwen2 GGUF.
 
-    No `spec`: $PD_MODEL, else the default model."""
+    No `spec`: $PD_MODEL, else the default model. `weight_format`: the matrices in float32 ("f32", the
+    default) or in a GGUF format ("f16", "q8_0", "q4_0", "q4_1"; see `formats.convert`)."""
     spec = spec or os.environ.get("PD_MODEL") or DEFAULT_MODEL
     if spec not in _loaded:
         _loaded[spec] = _load(spec, progress)
-    return _loaded[spec]
+    if weight_format == "f32":
+        return _loaded[spec]
+    key = f"{spec}\0{weight_format}"
+    if key not in _loaded:
+        from .formats import convert
+
+        _loaded[key] = convert(_loaded[spec], weight_format, progress)
+    return _loaded[key]
 
 
 def _load(spec: str, progress) -> LoadedModel:
@@ -64,4 +94,5 @@ def _load(spec: str, progress) -> LoadedModel:
         origin = path.name
     config, weights, tokenizer, fingerprint = load_gguf(path, progress)
     return LoadedModel(name=name or config.name or path.stem, source=f"{origin}, dequantized to float32",
-                       config=config, weights=weights, tokenizer=tokenizer, fingerprint=fingerprint)
+                       config=config, weights=weights, tokenizer=tokenizer, fingerprint=fingerprint,
+                       path=path.expanduser().resolve())

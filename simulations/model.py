@@ -35,6 +35,7 @@ from . import kernels, parallel
 from .config import ModelConfig
 from .cost import FLOAT32_BYTES
 from .parallel import for_each, for_row_blocks, usable_cores
+from .quantized import TILE_ROWS, QuantizedWeight
 
 F32 = np.float32
 # Largest attention score block (bytes) built at once: prefill processes queries in chunks so a
@@ -47,7 +48,7 @@ VECTOR_ROWS = 4  # up to this many rows, linear() runs one matrix-vector product
 @dataclass
 class LayerWeights:
     """One transformer block. Matrices are (out, in) as in PyTorch/GGUF, so y = x @ W.T, stored
-    row-major (`weight_matrix`)."""
+    row-major (`weight_matrix`), or kept in a GGUF format (`quantized.QuantizedWeight`, `formats.convert`)."""
 
     attn_norm: np.ndarray  # (d,)
     wqkv: np.ndarray  # (q_dim + 2 kv_dim, d): Q, K and V stacked so one matmul reads them
@@ -155,7 +156,9 @@ def weight_matrix(matrix: np.ndarray) -> np.ndarray:
 
 # --- primitives -----------------------------------------------------------------------------
 
-def embed(table: np.ndarray, token_ids: np.ndarray) -> np.ndarray:
+def embed(table: np.ndarray | QuantizedWeight, token_ids: np.ndarray) -> np.ndarray:
+    if isinstance(table, QuantizedWeight):  # a table kept in a GGUF format: dequantize the rows looked up
+        return table.rows(token_ids)
     return table[token_ids]  # (T, d)
 
 
@@ -175,6 +178,11 @@ def linear(
     streaming W: a layer's matrix, a few MB, stays in the L3 cache from the first row to the last, and
     OpenBLAS runs two such products faster than its matrix product of two rows."""
     observer.matmul(x, w, b)
+    if isinstance(w, QuantizedWeight):
+        y = quantized_linear(x, w)
+        if b is not None:
+            y += b
+        return y
     w = w.view(np.ndarray)  # a memory-mapped file's slices would run np.memmap's Python hook each time
     if kernels.streams(x, w):
         y = kernels.rows_times_weight(x, w)
@@ -191,6 +199,21 @@ def linear(
         np.matmul(x, w.T, out=y)
     if b is not None:
         y += b
+    return y
+
+
+def quantized_linear(x: np.ndarray, w: QuantizedWeight) -> np.ndarray:
+    """x @ W.T for a matrix kept in a GGUF format (`quantized.py`). A few rows go to the compiled kernel,
+    which reads the blocks as stored and dequantizes in registers (decode reads the format's bytes); many
+    rows (prefill) multiply one tile of TILE_ROWS dequantized output rows at a time, by `linear`'s float32
+    path. The numpy path dequantizes tiles with llama.cpp's reference (`gguf.quants`)."""
+    if kernels.enabled() and x.shape[0] <= kernels.MAX_KERNEL_ROWS:
+        return kernels.rows_times_blocks(x, w)
+    y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
+    for start in range(0, w.shape[0], TILE_ROWS):
+        stop = min(start + TILE_ROWS, w.shape[0])
+        tile = kernels.dequantize_rows(w, start, stop) if kernels.enabled() else w.dequantize(slice(start, stop))
+        y[:, start:stop] = linear(x, tile)
     return y
 
 

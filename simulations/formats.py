@@ -1,0 +1,355 @@
+"""Fewer bytes per weight, measured: the same model in F32, F16, Q8_0 and the model file's own 4-bit format.
+
+`convert(model, fmt)` gives the model with its matrices held in a GGUF format (`quantized.QuantizedWeight`):
+the blocks the GGUF file stores where it stores that format (the file's own 4-bit format keeps every
+tensor as stored, the token embedding / LM head included, as llama.cpp runs the file), otherwise quantized
+from float32 by llama.cpp's reference (`gguf.quants`). Norms and biases stay float32, as in GGUF. The same
+`model.forward` runs every format: `model.linear` dispatches on the weight's type.
+
+`measure` times, per format and interleaved (every round runs each format in turn, so a burst of load on
+this shared machine falls on all of them): TTFT (the prompt's prefill, to the first token's logits) at
+several prompt lengths, and decode steps at a 512-token context; and places both on this machine's
+roofline, with FLOPs and bytes from the cost model at the format's real bytes per weight (block scales
+counted). Accuracy: the F32 model's greedy answer to the chapter prompt, then every format reads the same
+tokens (teacher forcing), and its next-token distributions are compared with F32's at each of the answer's
+positions: how often the most likely token is the same (top-1 agreement), and the mean KL divergence
+KL(F32 ‖ format) in nats, the two numbers llama.cpp's `perplexity --kl-divergence` reports.
+
+F32 here is the GGUF file dequantized: for SmolLM2 (a Q4_1 file) the file's own format loses nothing
+against it, and F16 and Q8_0 are re-quantizations of already-4-bit weights. The original weights are not
+in the file, so what 4 bits cost against them cannot be measured here; the accuracy figures say what each
+format costs against the weights this model actually has.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from .cost import decode_cost, prefill_cost
+from .errors import PromptError, WeightFormatError
+from .gguf_loader import stored_matrices
+from .loader import LoadedModel, bytes_per_weight, model_summary, weights_nbytes
+from .machine import machine_info
+from .model import KVCache, Weights, decode_step, prefill
+from .paths import cache_dir
+from .quantized import BYTES_PER_WEIGHT, FORMATS, QuantizedWeight, check_format, quantize
+from .roofline import measure_peaks, phase_point, ridge_intensity
+from .sweep import check_lengths, prompt_of_length
+from .trace import prepare_prompt
+
+SCHEMA = "prefill-decode-formats/1"
+CHAPTER_PROMPT = "Explain quantum computing in three sentences."
+MATRICES = ("wqkv", "wo", "w_gate_up", "w_down")  # a layer's matrices; its norms and biases stay float32
+CACHE_FORMAT = 1  # bump when the layout of the converted-weights cache changes
+
+Progress = Callable[[str, float | None], None] | None
+
+
+_stored: dict[str, dict[str, tuple[str | None, np.ndarray]]] = {}  # memo: one GGUF parse per file
+
+
+def _stored_matrices(model: LoadedModel) -> dict[str, tuple[str | None, np.ndarray]]:
+    """`gguf_loader.stored_matrices` of the model's file (memory-mapped views), parsed once per process:
+    reading a GGUF's metadata (its 49 152-token vocabulary) takes seconds."""
+    if model.path is None:
+        return {}
+    key = str(model.path)
+    if key not in _stored:
+        _stored[key] = stored_matrices(model.path, model.config)
+    return _stored[key]
+
+
+def file_format(model: LoadedModel) -> str | None:
+    """The format the model's GGUF file stores most of its layers' matrices in ("q4_1"), if it is one of
+    `quantized.FORMATS`; None for a model without a file (the tiny test model)."""
+    if model.path is None:
+        return None
+    stored = _stored_matrices(model)
+    kinds = Counter(kind for name, (kind, _) in stored.items() if name.startswith("layer"))
+    kind = kinds.most_common(1)[0][0] if kinds else None
+    return kind if kind in FORMATS else None
+
+
+def default_formats(model: LoadedModel) -> tuple[str, ...]:
+    """F32, F16, Q8_0 and the file's own 4-bit format (Q4_1 when the file has none of its own)."""
+    own = file_format(model)
+    return ("f32", "f16", "q8_0", own if own in ("q4_0", "q4_1") else "q4_1")
+
+
+def _matrices(weights: Weights) -> dict[str, np.ndarray]:
+    out = {"token_embedding": weights.token_embedding}
+    if weights.lm_head is not weights.token_embedding:
+        out["lm_head"] = weights.lm_head
+    for i, layer in enumerate(weights.layers):
+        out.update({f"layer{i}.{name}": getattr(layer, name) for name in MATRICES})
+    return out
+
+
+def _held(fmt: str, shape: tuple[int, int], kind: str | None, data: np.ndarray) -> QuantizedWeight | np.ndarray:
+    """A matrix from the file's raw bytes in the file's format `kind`."""
+    if kind == "f32":
+        return np.ascontiguousarray(data.view(np.float32).reshape(shape))
+    if kind == "f16":
+        return QuantizedWeight("f16", shape, np.ascontiguousarray(data.view(np.float16).reshape(shape)))
+    return QuantizedWeight(kind, shape, np.ascontiguousarray(data.view(np.uint8).reshape(shape[0], -1)))
+
+
+def convert(model: LoadedModel, fmt: str, progress: Progress = None) -> LoadedModel:
+    """`model` with its matrices held in `fmt` (`quantized.FORMATS`); the same config and tokenizer.
+
+    Where the GGUF file stores a matrix in `fmt`, its blocks are used as stored. When `fmt` is the file's
+    own format, every matrix is taken as the file stores it (a Q4_1 file's Q8_0 token embedding stays
+    Q8_0, as llama.cpp runs it). Other matrices are quantized from float32 by `gguf.quants`, once: the
+    result is kept in the per-user cache, memory-mapped on later loads."""
+    fmt = check_format(fmt)
+    if fmt == model.weight_format:
+        return model
+    if model.weight_format != "f32":
+        raise WeightFormatError(f"convert a float32 model, not one already in {model.weight_format}")
+    report = progress or (lambda message, fraction: None)
+    if fmt == "f32":
+        raise WeightFormatError("the float32 model is load_model(spec) itself")
+    own = file_format(model)
+    stored = _stored_matrices(model)
+    target = cache_dir() / "formats" / model.fingerprint[:24] / fmt
+    cached = _read_cache(target)
+    matrices = _matrices(model.weights)
+    held: dict[str, Any] = {}
+    quantized_now: dict[str, np.ndarray] = {}
+    from_file = 0
+    for index, (name, matrix) in enumerate(matrices.items()):
+        kind, data = stored.get(name, (None, None))
+        if kind is not None and (kind == fmt or (fmt == own and kind in FORMATS)):
+            held[name] = _held(fmt, matrix.shape, kind, data)
+            from_file += 1
+        elif name in cached:
+            held[name] = QuantizedWeight(fmt, matrix.shape, cached[name])
+        else:
+            report(f"quantizing {name} to {fmt.upper()} (gguf.quants; cached after the first time)",
+                   index / len(matrices))
+            held[name] = quantize(matrix, fmt)
+            quantized_now[name] = held[name].data
+    _write_cache(target, quantized_now)
+    w = model.weights
+    layers = [replace(layer, **{name: held[f"layer{i}.{name}"] for name in MATRICES}) for i, layer in enumerate(w.layers)]
+    embedding = held["token_embedding"]
+    weights = Weights(token_embedding=embedding, layers=layers, final_norm=w.final_norm,
+                      lm_head=held.get("lm_head", embedding))
+    kinds = Counter(m.format if isinstance(m, QuantizedWeight) else "f32" for m in held.values())
+    how = (f"{from_file} of {len(held)} matrices as the GGUF file stores them" if from_file == len(held)
+           else f"{from_file} of {len(held)} matrices from the GGUF file's blocks, the rest quantized from "
+                "float32 by gguf.quants" if from_file else "quantized from float32 by gguf.quants")
+    mix = ", ".join(f"{count} {kind.upper()}" for kind, count in kinds.most_common())
+    return replace(model, weights=weights, weight_format=fmt, fingerprint=f"{model.fingerprint}:{fmt}",
+                   source=f"{model.source.split(', dequantized')[0]}: matrices in {fmt.upper()} ({how}; {mix})")
+
+
+def _read_cache(target) -> dict[str, np.ndarray]:
+    meta = target / "meta.json"
+    if not meta.is_file() or json.loads(meta.read_text()).get("format") != CACHE_FORMAT:
+        return {}
+    return {p.stem: np.load(p, mmap_mode="c") for p in target.glob("*.npy")}
+
+
+def _write_cache(target, arrays: dict[str, np.ndarray]) -> None:
+    if not arrays:
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=target.parent, prefix=".building-")
+    try:
+        for name, array in {**_read_cache(target), **arrays}.items():
+            np.save(os.path.join(tmp, f"{name}.npy"), np.asarray(array))
+        with open(os.path.join(tmp, "meta.json"), "w") as meta:
+            json.dump({"format": CACHE_FORMAT}, meta)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- accuracy against F32 ---------------------------------------------------------------------------
+
+def answer_ids(model: LoadedModel, prompt: str, steps: int) -> tuple[list[int], list[int]]:
+    """The chat prompt's token ids and the float32 model's greedy answer of `steps` tokens (EOS not obeyed:
+    the comparison needs `steps` positions)."""
+    _, ids, _ = prepare_prompt(model, prompt, True, None)
+    if len(ids) + steps > model.config.max_context:
+        raise PromptError(f"the prompt ({len(ids)} tokens) and {steps} answer tokens exceed the context of "
+                          f"{model.config.max_context} tokens")
+    cache = KVCache.empty(model.config, len(ids) + steps)
+    logits = prefill(model.weights, model.config, np.asarray(ids), cache)[0]
+    answer = []
+    for _ in range(steps):
+        answer.append(int(np.argmax(logits)))
+        if len(answer) < steps:
+            logits = decode_step(model.weights, model.config, answer[-1], cache)
+    return ids, answer
+
+
+def teacher_forced_logits(model: LoadedModel, ids: Sequence[int], answer: Sequence[int]) -> np.ndarray:
+    """(len(answer), vocab) logits: the distribution over each answer token, the model reading the prompt
+    and the answer before it (one pass, every position's logits)."""
+    tokens = np.asarray([*ids, *answer[:-1]], dtype=np.int64)
+    cache = KVCache.empty(model.config, len(tokens))
+    return prefill(model.weights, model.config, tokens, cache, all_logits=True)[len(ids) - 1:]
+
+
+def agreement(reference: np.ndarray, logits: np.ndarray) -> dict[str, float]:
+    """Top-1 agreement and KL(reference ‖ logits) in nats (mean and max over positions), in float64."""
+    def log_softmax(z):
+        z = z.astype(np.float64)
+        z = z - z.max(axis=-1, keepdims=True)
+        return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+    p_log, q_log = log_softmax(reference), log_softmax(logits)
+    kl = np.maximum((np.exp(p_log) * (p_log - q_log)).sum(axis=-1), 0.0)  # ≥ 0; rounding can give −1e-17
+    return {"top1_agreement": float(np.mean(reference.argmax(-1) == logits.argmax(-1))),
+            "mean_kl": float(kl.mean()), "max_kl": float(kl.max())}
+
+
+# --- the measurement ----------------------------------------------------------------------------------
+
+def _time(run: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    run()
+    return (time.perf_counter() - start) * 1000
+
+
+def measure(model: LoadedModel, formats: Sequence[str] | None = None,
+            prompt_lengths: Sequence[int] = (128, 512, 2048), context_tokens: int = 512, decode_steps: int = 16,
+            repeats: int = 3, accuracy_steps: int = 64, prompt: str = CHAPTER_PROMPT,
+            peaks: dict[str, Any] | None = None, progress: Progress = None) -> dict[str, Any]:
+    """Each format's TTFT, decode ms per token, place on the roofline and accuracy against F32 (module doc)."""
+    report = progress or (lambda message, fraction: None)
+    names = list(dict.fromkeys(["f32", *(check_format(f) for f in (formats or default_formats(model)))]))
+    lengths = sorted(set(prompt_lengths))
+    check_lengths(model, [*lengths, context_tokens], decode_steps, "prompt lengths")
+    models = {}
+    for name in names:
+        report(f"holding the weights in {name.upper()}", None)
+        models[name] = convert(model, name, progress)
+    if peaks is None:
+        report("measuring this machine's peak FLOP/s and bandwidth", 0.0)
+        peaks = measure_peaks()
+    shape = model.config.shape
+    bpw = {name: bytes_per_weight(m) for name, m in models.items()}
+    # Untimed warm-up: compile each format's kernels, page the weights in.
+    for m in models.values():
+        cache = KVCache.empty(m.config, 40)
+        prefill(m.weights, m.config, prompt_of_length(m, 32), cache)
+        decode_step(m.weights, m.config, 0, cache)
+
+    ttft: dict[str, dict[int, list[float]]] = {n: {length: [] for length in lengths} for n in names}
+    steps: dict[str, list[float]] = {n: [] for n in names}
+    context_prompt = prompt_of_length(model, context_tokens)
+    decode_caches = {}
+    for name, m in models.items():
+        decode_caches[name] = KVCache.empty(m.config, context_tokens + decode_steps)
+        prefill(m.weights, m.config, context_prompt, decode_caches[name])
+    total = repeats * len(names) * (len(lengths) + 1)
+    done = 0
+    for round_index in range(repeats):
+        for length in lengths:
+            tokens = prompt_of_length(model, length)
+            for name, m in models.items():  # interleaved: each format in turn, every round
+                report(f"round {round_index + 1}/{repeats}: {name.upper()} prefill of {length} tokens", done / total)
+                cache = KVCache.empty(m.config, length)
+                ttft[name][length].append(_time(lambda m=m, cache=cache, tokens=tokens: prefill(m.weights, m.config, tokens,
+                                                                                                   cache)))
+                done += 1
+        for name, m in models.items():
+            report(f"round {round_index + 1}/{repeats}: {name.upper()} {decode_steps} decode steps at "
+                   f"{context_tokens} tokens", done / total)
+            cache = decode_caches[name]
+            cache.length = context_tokens  # rewind: the steps overwrite the previous round's rows
+            token = int(context_prompt[-1])
+            for _ in range(decode_steps):
+                steps[name].append(_time(lambda m=m, cache=cache, token=token: decode_step(m.weights, m.config, token,
+                                                                                             cache)))
+            done += 1
+
+    report(f"accuracy: F32's answer to the chapter prompt, {accuracy_steps} tokens, read by every format", None)
+    ids, answer = answer_ids(models["f32"], prompt, accuracy_steps)
+    reference = teacher_forced_logits(models["f32"], ids, answer)
+    report("accuracy done", 1.0)
+
+    rows = []
+    f32_decode = statistics.median(steps["f32"])
+    f32_prefill = {length: statistics.median(ttft["f32"][length]) for length in lengths}
+    for name, m in models.items():
+        decode_ms = statistics.median(steps[name])
+        costs = [decode_cost(shape, context_tokens + i, bytes_per_weight=bpw[name]) for i in range(decode_steps)]
+        decode = phase_point(decode_ms, statistics.fmean(c.flops for c in costs), statistics.fmean(c.bytes for c in costs),
+                             peaks)
+        prefills = {}
+        for length in lengths:
+            c = prefill_cost(shape, length, bytes_per_weight=bpw[name])
+            prefills[length] = phase_point(statistics.median(ttft[name][length]), c.flops, c.bytes, peaks)
+        main = prefills[context_tokens] if context_tokens in prefills else prefills[lengths[-1]]
+        accuracy = agreement(reference, reference if name == "f32" else teacher_forced_logits(m, ids, answer))
+        rows.append({
+            "name": name.upper(),
+            "format": name,
+            "bits_per_weight": 8 * bpw[name],
+            "nominal_bits_per_weight": 8 * BYTES_PER_WEIGHT[name],
+            "weight_bytes": weights_nbytes(m.weights),
+            "source": m.source,
+            "ttft_ms": {str(length): prefills[length]["ms"] for length in lengths},
+            "ttft_spread_ms": {str(length): [min(ttft[name][length]), max(ttft[name][length])] for length in lengths},
+            "decode_ms_per_token": decode_ms,
+            "decode_spread_ms": [min(steps[name]), max(steps[name])],
+            "tps": 1000 / decode_ms,
+            "bytes_per_step": decode["bytes"],
+            "bandwidth_utilization": decode["bandwidth_utilization"],
+            "compute_utilization": main["compute_utilization"],
+            "decode_speedup": f32_decode / decode_ms,
+            "prefill_ratio": {str(length): f32_prefill[length] / prefills[length]["ms"] for length in lengths},
+            "rounds": {  # each interleaved round's median step and prefill times: ratios within one round
+                "decode_ms": [statistics.median(steps[name][i * decode_steps:(i + 1) * decode_steps])
+                              for i in range(repeats)],
+                "ttft_ms": {str(length): ttft[name][length] for length in lengths},
+            },
+            "decode": decode,
+            "prefill": [{"prompt_tokens": length, **prefills[length]} for length in lengths],
+            **accuracy,
+        })
+    return {
+        "schema": SCHEMA,
+        "model": model_summary(model),
+        "machine": {**machine_info(), **{k: v for k, v in peaks.items() if k != "method"}},
+        "peaks_method": peaks.get("method"),
+        "ridge_intensity": ridge_intensity(peaks),
+        "prompt_lengths": lengths,
+        "context_tokens": context_tokens,
+        "decode_steps": decode_steps,
+        "repeats": repeats,
+        "accuracy": {"prompt": prompt, "steps": accuracy_steps, "answer_tokens": len(answer),
+                     "reference": ("F32: the GGUF file's tensors dequantized to float32 (the model's own weights; "
+                                   "the file holds no others)") if model.path is not None else
+                                  "F32: the model's float32 weights"},
+        "formats": rows,
+        "method": (
+            f"Each format runs the same model.forward; its matrices are held as GGUF blocks and read by compiled "
+            f"kernels that dequantize in registers (decode), or dequantized a tile at a time into a BLAS product "
+            f"(prefill). Timings interleaved: in each of {repeats} rounds every format in turn runs each prompt's "
+            f"prefill (TTFT: median over rounds) and {decode_steps} decode steps after a {context_tokens}-token "
+            "prompt (median step). FLOPs and bytes from the cost model (simulations/cost.py) at each format's "
+            "real bytes per weight, block scales and float32 norms counted; utilisation = achieved ÷ measured "
+            "peak (bandwidth for decode, GEMM for the prefill at "
+            f"{context_tokens if context_tokens in prefills else lengths[-1]} tokens). Accuracy: F32's greedy "
+            f"answer of {accuracy_steps} tokens to the chat prompt, read by every format (teacher forcing); "
+            "top-1 agreement with F32's next-token choice and KL(F32 ‖ format) in nats at each answer position."
+        ),
+    }

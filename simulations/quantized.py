@@ -1,0 +1,110 @@
+"""A weight matrix kept in one of GGUF's formats, as llama.cpp stores it: fewer bytes per weight.
+
+- F16: IEEE half floats, 2 bytes a weight.
+- Q8_0: blocks of 32 weights along a row: one f16 scale d, then 32 int8 q; weight = d·q (34 bytes / 32).
+- Q4_0: blocks of 32: one f16 scale d, then 16 bytes of nibbles; weight = d·(q − 8) (18 bytes / 32).
+- Q4_1: blocks of 32: f16 scale d and f16 minimum m, then 16 bytes of nibbles; weight = d·q + m (20 bytes / 32).
+  In a block's 16 bytes, byte j holds weight j in its low nibble and weight j + 16 in its high one.
+
+The blocks stay as stored (one uint8 row of blocks per output row, the layout of a GGUF tensor's data);
+nothing here keeps a float32 copy. `model.linear` sends a few rows to the compiled kernels
+(`kernels.rows_times_blocks`), which read the blocks and dequantize in registers, so a decode step reads
+these bytes and no more; many rows (prefill) are multiplied one dequantized tile of output rows at a
+time, by BLAS. The reference every kernel is tested against is `gguf.quants` (llama.cpp's own Python
+(de)quantization), which `dequantize` calls on the numpy path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import WeightFormatError
+
+F32 = np.float32
+BLOCK = 32  # weights per block in every block format here (GGUF's QK8_0, QK4_0, QK4_1)
+# Bytes of one block (or of one weight, for the float formats), as GGUF lays them out.
+BLOCK_BYTES = {"q8_0": 34, "q4_0": 18, "q4_1": 20}
+BYTES_PER_WEIGHT = {"f32": 4.0, "f16": 2.0, **{name: size / BLOCK for name, size in BLOCK_BYTES.items()}}
+FORMATS = tuple(BYTES_PER_WEIGHT)  # every format a weight can be held in, llama.cpp's names in lower case
+TILE_ROWS = 512  # output rows dequantized at once for a many-row product: a few MB of float32
+
+
+def ggml_type(name: str):
+    """The gguf package's GGMLQuantizationType of a format name ("q8_0" -> Q8_0)."""
+    from gguf import GGMLQuantizationType
+
+    return GGMLQuantizationType[name.upper()]
+
+
+def check_format(name: str) -> str:
+    if name not in FORMATS:
+        raise WeightFormatError(f"weight format {name!r} is not supported — allowed: {', '.join(FORMATS)}")
+    return name
+
+
+class QuantizedWeight:
+    """A (out, in) weight matrix held in `format` ("f16", "q8_0", "q4_0" or "q4_1"), y = x @ W.T as for a
+    float32 matrix. `data`: float16 (out, in) for F16, else uint8 (out, in / 32 · block bytes), GGUF's rows."""
+
+    def __init__(self, fmt: str, shape: tuple[int, int], data: np.ndarray) -> None:
+        fmt = check_format(fmt)
+        if fmt == "f32":
+            raise WeightFormatError("a float32 matrix is a plain numpy array, not a QuantizedWeight")
+        out, n_in = shape
+        if fmt == "f16":
+            expected, dtype = (out, n_in), np.float16
+        else:
+            if n_in % BLOCK:
+                raise WeightFormatError(f"{fmt.upper()} stores rows in blocks of {BLOCK} weights (as GGUF does): "
+                                 f"the input dimension must be a multiple of {BLOCK}, got {n_in}")
+            expected, dtype = (out, n_in // BLOCK * BLOCK_BYTES[fmt]), np.uint8
+        if data.shape != expected or data.dtype != dtype:
+            raise WeightFormatError(f"{fmt.upper()} data for a {out}×{n_in} matrix must be {np.dtype(dtype).name} "
+                             f"{expected}, got {data.dtype.name} {data.shape}")
+        self.format, self.shape, self.data = fmt, (int(out), int(n_in)), data
+
+    def __repr__(self) -> str:
+        return f"QuantizedWeight({self.format!r}, {self.shape})"
+
+    @property
+    def dtype(self):  # what a float32 matrix's dtype answers: the numbers it gives are float32
+        return np.dtype(F32)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes held, block scales included: what a pass that reads every weight reads."""
+        return int(self.data.nbytes)
+
+    @property
+    def bytes_per_weight(self) -> float:
+        return self.nbytes / (self.shape[0] * self.shape[1])
+
+    @property
+    def blocks(self) -> np.ndarray:
+        """The block rows as (out, in / 32, block bytes) uint8, a view (block formats only)."""
+        return self.data.reshape(self.shape[0], -1, BLOCK_BYTES[self.format])
+
+    def dequantize(self, rows: slice | np.ndarray = slice(None)) -> np.ndarray:
+        """float32 (n, in) of the given output rows, by llama.cpp's reference (`gguf.quants.dequantize`)."""
+        from gguf.quants import dequantize
+
+        return np.asarray(dequantize(np.ascontiguousarray(self.data[rows]), ggml_type(self.format)), dtype=F32)
+
+    def rows(self, ids: np.ndarray) -> np.ndarray:
+        """Rows `ids` as float32: an embedding lookup in a quantized table."""
+        return self.dequantize(np.asarray(ids, dtype=np.int64))
+
+
+def quantize(matrix: np.ndarray, fmt: str) -> QuantizedWeight:
+    """A float32 (out, in) matrix in `fmt`, by llama.cpp's reference quantization (`gguf.quants.quantize`)."""
+    from gguf.quants import quantize as reference
+
+    fmt = check_format(fmt)
+    matrix = np.ascontiguousarray(matrix, dtype=F32)
+    if fmt == "f16":
+        biggest, limit = float(np.abs(matrix).max(initial=0)), float(np.finfo(np.float16).max)
+        if not np.isfinite(biggest) or biggest > limit:
+            raise WeightFormatError(f"F16 holds magnitudes up to {limit:g}; this matrix has {biggest:g}")
+    if fmt != "f16" and matrix.shape[1] % BLOCK:
+        QuantizedWeight(fmt, matrix.shape, np.empty((0,), np.uint8))  # raises the clear block-size error
+    return QuantizedWeight(fmt, matrix.shape, reference(matrix, ggml_type(fmt)))

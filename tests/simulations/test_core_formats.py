@@ -1,0 +1,189 @@
+"""Weights in GGUF's formats (F16, Q8_0, Q4_0, Q4_1): the kernels compute what llama.cpp's reference
+dequantization (`gguf.quants`) then numpy computes, and the model runs the same in every format."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import simulations.model as M
+from simulations import kernels
+from simulations.errors import WeightFormatError
+from simulations.formats import (
+    CHAPTER_PROMPT,
+    agreement,
+    answer_ids,
+    convert,
+    measure,
+    teacher_forced_logits,
+)
+from simulations.loader import bytes_per_weight, load_model, weights_nbytes
+from simulations.model import KVCache, Weights, prefill
+from simulations.quantized import BLOCK_BYTES, QuantizedWeight, quantize
+
+BLOCK_FORMATS = ("q8_0", "q4_0", "q4_1")
+RELATIVE = 2e-5  # float32 sums in another order than BLAS's
+
+
+def close(got: np.ndarray, want: np.ndarray) -> None:
+    scale = float(np.abs(want).max()) or 1.0
+    np.testing.assert_allclose(got, want, rtol=0, atol=RELATIVE * scale * np.sqrt(want.shape[-1]))
+
+
+def random_blocks(fmt: str, n_out: int, n_in: int, seed: int) -> QuantizedWeight:
+    """Random stored bytes: scales (and Q4_1's minimums) of both signs, every weight value possible."""
+    rng = np.random.default_rng(seed)
+    if fmt == "f16":
+        return QuantizedWeight("f16", (n_out, n_in), rng.standard_normal((n_out, n_in)).astype(np.float16))
+    blocks = rng.integers(0, 256, size=(n_out, n_in // 32, BLOCK_BYTES[fmt]), dtype=np.uint8)
+    halves = 2 if fmt == "q4_1" else 1  # d, and Q4_1's m
+    scales = (rng.standard_normal((n_out, n_in // 32, halves)) * 0.05).astype(np.float16)
+    scales[0, 0, 0] = -abs(scales[0, 0, 0]) or np.float16(-0.01)  # a negative scale, whatever the seed
+    blocks[:, :, : 2 * halves] = scales.view(np.uint8)
+    return QuantizedWeight(fmt, (n_out, n_in), blocks.reshape(n_out, -1))
+
+
+@pytest.fixture(autouse=True)
+def kernel_path(monkeypatch):
+    """The kernels are compared with numpy whatever PD_KERNELS the suite runs under."""
+    monkeypatch.setenv("PD_KERNELS", "numba")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_model("tiny")
+
+
+@pytest.mark.parametrize("fmt", ["f16", *BLOCK_FORMATS])
+@pytest.mark.parametrize("rows", [1, 2, 5, 64])
+@pytest.mark.parametrize(("n_out", "n_in"), [(70, 96), (257, 576), (3, 32)])
+def test_kernel_equals_dequantize_then_numpy(fmt, rows, n_out, n_in):
+    w = random_blocks(fmt, n_out, n_in, seed=rows * 7 + n_out)
+    x = np.random.default_rng(rows).standard_normal((rows, n_in), dtype=np.float32)
+    got = kernels.rows_times_blocks(x, w)
+    assert got.dtype == np.float32 and got.shape == (rows, n_out)
+    close(got, x @ w.dequantize().T)
+
+
+@pytest.mark.parametrize("fmt", ["f16", *BLOCK_FORMATS])
+def test_tile_dequantization_is_the_reference_exactly(fmt):
+    w = random_blocks(fmt, 90, 160, seed=3)
+    np.testing.assert_array_equal(kernels.dequantize_rows(w, 7, 61), w.dequantize(slice(7, 61)))
+
+
+@pytest.mark.parametrize("fmt", ["f16", *BLOCK_FORMATS])
+@pytest.mark.parametrize("rows", [3, 100])
+@pytest.mark.parametrize("path", ["numba", "numpy"])
+def test_linear_dispatches_on_the_weight_type(monkeypatch, fmt, rows, path):
+    """model.linear takes a QuantizedWeight as it takes a float32 matrix: decode rows and prefill tiles."""
+    monkeypatch.setenv("PD_KERNELS", path)
+    monkeypatch.setattr(M, "TILE_ROWS", 40)  # several tiles, the last one short
+    w = random_blocks(fmt, 130, 64, seed=rows)
+    x = np.random.default_rng(1).standard_normal((rows, 64), dtype=np.float32)
+    bias = np.arange(130, dtype=np.float32)
+    close(M.linear(x, w, bias), x @ w.dequantize().T + bias)
+
+
+def test_block_formats_need_whole_blocks():
+    """GGUF stores rows in whole blocks of 32: another input dimension is refused, saying so."""
+    matrix = np.ones((4, 40), dtype=np.float32)
+    for fmt in BLOCK_FORMATS:
+        with pytest.raises(WeightFormatError, match="multiple of 32, got 40"):
+            quantize(matrix, fmt)
+    assert quantize(matrix, "f16").shape == (4, 40)  # a float format has no blocks
+    with pytest.raises(WeightFormatError, match="allowed: f32, f16, q8_0, q4_0, q4_1"):
+        quantize(matrix, "q4_k")
+    with pytest.raises(WeightFormatError, match="65504"):
+        quantize(np.full((2, 32), 1e6, dtype=np.float32), "f16")
+
+
+def test_bytes_per_weight_count_the_block_scales():
+    matrix = np.random.default_rng(0).standard_normal((8, 64), dtype=np.float32)
+    expected = {"f16": 2, "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32}
+    for fmt, width in expected.items():
+        w = quantize(matrix, fmt)
+        assert w.bytes_per_weight == width and w.nbytes == 8 * 64 * width
+
+
+def test_quantized_values_are_llama_cpps(tiny):
+    """Quantizing and dequantizing goes through gguf.quants: Q8_0 of a matrix is within half a step of it
+    (and the f16 rounding of the step itself, up to 127 × 2⁻¹¹ of a step)."""
+    matrix = tiny.weights.layers[0].wo
+    w = quantize(matrix, "q8_0")
+    step = np.abs(matrix).reshape(matrix.shape[0], -1, 32).max(axis=2, keepdims=True) / 127
+    error = np.abs(w.dequantize() - matrix).reshape(step.shape[0], -1, 32)
+    assert (error <= step * (0.5 + 127 * 2.0**-11) + 1e-7).all()
+
+
+@pytest.mark.parametrize("fmt", ["f16", "q8_0", "q4_0", "q4_1"])
+def test_a_converted_model_runs_the_same_forward_as_its_dequantized_weights(tiny, fmt, monkeypatch):
+    """The model in a format gives the logits of a float32 model holding its dequantized weights, on the
+    compiled path and on numpy's; no second copy: the norms are the float32 model's own arrays."""
+    model = convert(tiny, fmt)
+    assert model.weight_format == fmt and model.config is tiny.config
+    assert model.weights.final_norm is tiny.weights.final_norm
+    layers = [dataclasses.replace(layer, **{name: getattr(layer, name).dequantize() for name in
+                                            ("wqkv", "wo", "w_gate_up", "w_down")}) for layer in model.weights.layers]
+    table = model.weights.token_embedding.dequantize()
+    dense = Weights(token_embedding=table, layers=layers, final_norm=tiny.weights.final_norm, lm_head=table)
+    ids = np.arange(3, 40)
+    want = prefill(dense, tiny.config, ids, KVCache.empty(tiny.config, 64), all_logits=True)
+    for path in ("numba", "numpy"):
+        monkeypatch.setenv("PD_KERNELS", path)
+        cache = KVCache.empty(tiny.config, 64)
+        got = prefill(model.weights, tiny.config, ids[:-1], cache, all_logits=True)
+        close(got, want[:-1])
+        close(M.decode_step(model.weights, tiny.config, int(ids[-1]), cache), want[-1])
+
+
+def test_the_cost_model_reads_the_formats_bytes(tiny):
+    """Bytes per weight as held, block scales and float32 norms counted: between the format's nominal width
+    and float32's, and the weights' bytes are what the arrays occupy."""
+    assert bytes_per_weight(tiny) == 4
+    for fmt, nominal in (("f16", 2), ("q8_0", 34 / 32), ("q4_1", 20 / 32)):
+        model = load_model("tiny", weight_format=fmt)
+        assert model is load_model("tiny", weight_format=fmt)  # converted once
+        width = bytes_per_weight(model)
+        assert nominal < width < nominal * 1.2
+        assert width * tiny.config.shape.params == pytest.approx(weights_nbytes(model.weights))
+
+
+def test_agreement_measures():
+    logits = np.random.default_rng(0).standard_normal((5, 50)).astype(np.float32)
+    same = agreement(logits, logits)
+    assert same["top1_agreement"] == 1 and same["mean_kl"] == pytest.approx(0, abs=1e-12)
+    flipped = agreement(logits, -logits)
+    assert flipped["top1_agreement"] == 0 and flipped["mean_kl"] > 1
+
+
+def test_measure_reports_every_format(tiny):
+    result = measure(tiny, prompt_lengths=(16, 48), context_tokens=48, decode_steps=2, repeats=1,
+                     accuracy_steps=6, peaks={"peak_gflops": 50.0, "peak_gbps": 10.0})
+    formats = {row["format"]: row for row in result["formats"]}
+    assert list(formats) == ["f32", "f16", "q8_0", "q4_1"]
+    for row in formats.values():
+        for key in ("name", "bits_per_weight", "weight_bytes", "ttft_ms", "decode_ms_per_token",
+                    "bandwidth_utilization", "compute_utilization", "top1_agreement", "mean_kl"):
+            assert key in row
+        assert set(row["ttft_ms"]) == {"16", "48"}
+    bits = [formats[f]["bits_per_weight"] for f in ("f32", "f16", "q8_0", "q4_1")]
+    assert bits == sorted(bits, reverse=True) and bits[0] == 32
+    assert formats["f32"]["top1_agreement"] == 1 and formats["f32"]["mean_kl"] == 0
+    assert result["accuracy"]["prompt"] == CHAPTER_PROMPT and result["accuracy"]["answer_tokens"] == 6
+
+
+@pytest.mark.real_model
+def test_the_files_4_bit_blocks_give_the_reference_logits():
+    """SmolLM2's Q4_1 file, read as stored (Q4_1 layers, the Q8_0 embedding / LM head), gives the logits of
+    the float32 model dequantized from the same file by gguf.quants, up to float32 rounding."""
+    f32 = load_model("smollm2-135m")
+    q4 = load_model("smollm2-135m", weight_format="q4_1")
+    assert "121 of 121 matrices as the GGUF file stores them" in q4.source
+    assert q4.weights.token_embedding.format == "q8_0" and q4.weights.layers[0].wqkv.format == "q4_1"
+    ids, answer = answer_ids(f32, CHAPTER_PROMPT, 16)
+    want = teacher_forced_logits(f32, ids, answer)
+    got = teacher_forced_logits(q4, ids, answer)
+    close(got, want)
+    assert agreement(want, got)["top1_agreement"] == 1
