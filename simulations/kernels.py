@@ -62,7 +62,7 @@ def describe() -> str:
     """The path that measured a figure, as traces and pages name it."""
     if not enabled():
         return "numpy"
-    return f"numba {numba.__version__} ({numba.config.NUMBA_NUM_THREADS} threads)"
+    return f"numba {numba.__version__}"  # its threads are the machine's cores, which the source line names
 
 
 # --- a few rows times a weight matrix --------------------------------------------------------------

@@ -91,7 +91,7 @@ def fake_batch(*, batch_sizes: list[int], context_tokens: int, chunk_sizes: list
         "schema": "prefill-decode-batch/2", "model": "tiny-random", "context_tokens": context_tokens,
         "machine": {"peak_flops": peak_flops, "bandwidth": bandwidth, "ridge": peak_flops / bandwidth},
         "batch_sizes": rows, "kv_bytes_per_user": kv_per_user,
-        "kernels": "numba 0.68.1 (2 threads)",
+        "kernels": "numba 0.68.1",
         "knee": {"measured_batch": 16 if 16 in batch_sizes else None, "predicted_batch": 32, "weights_only_batch": 16.0,
                  "intensity_limit": 20.8, "bytes_per_weight": 4, "slowdown": 1.5},
         "projected_knees": [{"id": "llama-3.1-8b/h100-sxm/fp16", "model": "llama-3.1-8b", "device": "h100-sxm",

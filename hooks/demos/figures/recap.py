@@ -12,7 +12,7 @@ from hooks.demos.strings import Strings
 
 # The two plots are stacked, not side by side: at 320 px two plots side by side are 100 px wide each, too
 # narrow for their titles and for the prompt-length ticks. Each subplot title takes a row above its plot.
-SUBPLOT_TITLE_PX = 36  # a subplot title's row; the legend goes above the first one
+SUBPLOT_TITLE_PX = 44  # a subplot title's row; the legend goes above the first one (36 let a two-row legend touch it at 320 px)
 PLOT_PX = 170  # each plot's own height
 GAP_PX = 60  # between the plots: the second plot's title
 
