@@ -7,8 +7,11 @@
 - Markers by what a test uses, so a new test file needs none of its own: a test that uses the `browser`
   fixture is `browser`; one that uses the shared build is `build`; `browser`, `build` and `real_model` tests
   are all `slow`. The unit tier is `pytest -m "not browser and not slow"`.
-- Under xdist (`-n 2 --dist loadgroup`, as .ci/run runs it), every test of one page's tours runs on one
-  worker, so each page is toured once per view; tests are ordered longest first.
+- Under xdist (`-n 2 --dist loadscope`, as .ci/run runs it), each test file runs on one worker, so a module's
+  expensive fixture (a special build, a server) is made once; each page is toured once per view, by whichever
+  worker asks first (tests/browser/conftest.py); tests are ordered longest first. (`--dist loadgroup` would
+  place them by their `xdist_group` names, but pytest-xdist 3.8 cannot rename tests under pytest 9.2, so the
+  names only order them here.)
 """
 
 from __future__ import annotations
@@ -114,8 +117,8 @@ def _weight(item: pytest.Item) -> int:
     group = str(marker.args[0]) if marker is not None else None
     if group in FIRST_GROUPS:
         return 0
-    if group is not None and group.startswith("page:"):
-        return 1  # a page's tours
+    if "tour" in getattr(item, "fixturenames", ()):
+        return 1  # the page tours
     if item.get_closest_marker("build") and "site_build" not in getattr(item, "fixturenames", ()):
         return 2  # a special build: hostile input, cold and warm caches, claims, broken sources
     if item.get_closest_marker("browser"):
@@ -125,7 +128,7 @@ def _weight(item: pytest.Item) -> int:
     return 5
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which names each test's group from its marker
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the xdist_group markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         uses = set(getattr(item, "fixturenames", ()))
@@ -135,7 +138,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.build)
         if any(item.get_closest_marker(name) for name in ("browser", "build", "real_model")):
             item.add_marker(pytest.mark.slow)
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        if "tour" in uses and "path" in params and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(f"page:{params['path'] or '/'}"))
     items.sort(key=_weight)  # stable: within a weight, the files' own order

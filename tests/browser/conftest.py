@@ -13,6 +13,7 @@ every page again.
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from filelock import FileLock
 
 from tests.browser.static_server import StaticServer
 from tests.browser.tour import Tour, take_tour
@@ -126,22 +128,34 @@ def axe_source() -> str:
 
 
 @pytest.fixture(scope="session")
-def tour(browser, site_url: str, site_url_without_headers: str, screenshot_dir: Path) -> Callable[[str, str], Tour]:
-    """`tour(path, view)`: the record of that page's tour in that view (tests/browser/tour.py), taken on first use."""
+def tour(browser, site_url: str, site_url_without_headers: str, screenshot_dir: Path,
+         tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], Tour]:
+    """`tour(path, view)`: the record of that page's tour in that view (tests/browser/tour.py), taken on first use
+    by whichever xdist worker asks first (under a file lock) and read from disk by the other."""
     from tests.browser.tour import VIEWS
+    from tests.conftest import shared_dir
 
-    taken: dict[tuple[str, str], Tour | BaseException] = {}
+    folder = shared_dir(tmp_path_factory) / "tours"
+    folder.mkdir(exist_ok=True)
+    taken: dict[tuple[str, str], Tour | str] = {}
     axe = AXE.read_text(encoding="utf-8") if AXE.exists() else None
+
+    def _take(path: str, view: str) -> Tour | str:
+        base = site_url if VIEWS[view].headers else site_url_without_headers
+        try:
+            return take_tour(browser, base, path, view, axe_source=axe, screenshot_dir=screenshot_dir)
+        except Exception as error:  # a tour that broke off fails every test that reads it, once each
+            return f"{type(error).__name__}: {error}"
 
     def _tour(path: str, view: str) -> Tour:
         if (path, view) not in taken:
-            base = site_url if VIEWS[view].headers else site_url_without_headers
-            try:
-                taken[path, view] = take_tour(browser, base, path, view, axe_source=axe, screenshot_dir=screenshot_dir)
-            except Exception as error:  # a tour that broke off fails every test that reads it, once each
-                taken[path, view] = error
+            record = folder / f"{view}--{path.strip('/').replace('/', '-') or 'home'}.pickle"
+            with FileLock(str(record) + ".lock"):
+                if not record.exists():
+                    record.write_bytes(pickle.dumps(_take(path, view)))
+                taken[path, view] = pickle.loads(record.read_bytes())
         found = taken[path, view]
-        if isinstance(found, BaseException):
+        if isinstance(found, str):
             pytest.fail(f"the tour of /{path} ({view}) broke off: {found}", pytrace=False)
         return found
 
