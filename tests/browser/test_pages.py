@@ -85,7 +85,7 @@ def test_following_the_system_follows_it_live(open_page):
     page, log = open_page("en/", color_scheme="light")
     page.wait_for_load_state("networkidle")  # palette.js is bound
     page.emulate_media(color_scheme="dark")
-    page.wait_for_function("document.body.getAttribute('data-md-color-scheme') === 'slate'")
+    page.wait_for_function("() => document.body.getAttribute('data-md-color-scheme') === 'slate'")
     assert page.evaluate("document.querySelector('meta[name=theme-color]').content") != ""
     log.assert_clean()
 

@@ -84,6 +84,30 @@ def log_range(values: list[float], pad: float) -> list[float]:
     return [math.log10(min(values)) - pad, math.log10(max(values)) + pad]
 
 
+# Mantissas of a log axis's labelled ticks, finest first. Plotly picks its own from the axis's length in
+# pixels and, on a phone's short axis spanning two decades, labelled every digit (5, 6, … 10), one over the
+# next. The labels are chosen here from the range alone, so they are the same on every screen.
+LOG_TICK_MANTISSAS = ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 5), (1, 3), (1,))
+MAX_LOG_TICKS = 6
+
+
+def log_ticks(log_range_: list[float]) -> dict[str, Any]:
+    """Labelled ticks for a log axis over `log_range_` (decades): the finest 1-2-5 style set giving at most
+    MAX_LOG_TICKS labels, or every power of ten when even those are too many. A range too narrow for two
+    labels even at every digit is left to Plotly (its labels are then few and far apart)."""
+    low, high = log_range_
+    for mantissas in LOG_TICK_MANTISSAS:
+        values = [round(m * 10.0 ** e, 12) for e in range(math.floor(low), math.ceil(high) + 1) for m in mantissas
+                  if low <= math.log10(m) + e <= high]
+        if len(values) < 2 and mantissas == LOG_TICK_MANTISSAS[0]:
+            return {}
+        if len(values) <= MAX_LOG_TICKS or mantissas == (1,):
+            break
+    if len(values) > MAX_LOG_TICKS:  # many decades: every few powers of ten
+        values = values[::math.ceil(len(values) / MAX_LOG_TICKS)]
+    return {"tickvals": values, "ticktext": [f"{v:,.{max(0, -math.floor(math.log10(v)))}f}" for v in values]}
+
+
 def base_layout(title: str, source: str, *, height: int = 380) -> dict[str, Any]:
     """Layout every figure starts from; `source` is printed under the plot (figures travel alone)."""
     return {

@@ -6,7 +6,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from hooks.demos.figures.common import base_layout, colorbar_above, log_range, plot_height, to_dict
+from hooks.demos.figures.common import base_layout, colorbar_above, log_range, log_ticks, plot_height, to_dict
 from hooks.demos.strings import Strings
 
 MASK_SHAPE = "pd-mask"  # charts.js finds the mask by this name (decode.js takes it as shapes[0])
@@ -65,6 +65,7 @@ def cache_vs_recompute(sweep: dict[str, Any], strings: Strings, source: str) -> 
     all_y = [y for y in cached + recompute if y and y > 0]
     figure.update_xaxes(title_text=strings["decode.axis_context"], type="log", tickvals=contexts,
                         ticktext=[f"{c:,}" for c in contexts], range=log_range(contexts, pad=0.1))
-    figure.update_yaxes(title_text=strings["common.axis_ms_per_token"], type="log",
-                        range=log_range(all_y, pad=0.15))
+    y_range = log_range(all_y, pad=0.15)
+    figure.update_yaxes(title_text=strings["common.axis_ms_per_token"], type="log", range=y_range,
+                        **log_ticks(y_range))
     return to_dict(figure)

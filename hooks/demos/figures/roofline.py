@@ -7,7 +7,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from hooks.demos.figures.common import base_layout, log_range, to_dict
+from hooks.demos.figures.common import base_layout, log_range, log_ticks, to_dict
 from hooks.demos.strings import Strings
 
 
@@ -39,8 +39,9 @@ def roofline(peaks: dict[str, float], points: list[dict[str, Any]], strings: Str
     figure.update_layout(**base_layout(strings["roofline.title"], source, height=420))
     all_x = xs + [p[ph]["intensity"] for p in points for ph in ("prefill", "decode")]
     all_y = ys + [p[ph]["gflops"] for p in points for ph in ("prefill", "decode")]
-    figure.update_xaxes(title_text=strings["roofline.axis_intensity"], type="log", range=log_range(all_x, 0.2))
-    figure.update_yaxes(title_text=strings["roofline.axis_gflops"], type="log", range=log_range(all_y, 0.3))
+    x_range, y_range = log_range(all_x, 0.2), log_range(all_y, 0.3)
+    figure.update_xaxes(title_text=strings["roofline.axis_intensity"], type="log", range=x_range, **log_ticks(x_range))
+    figure.update_yaxes(title_text=strings["roofline.axis_gflops"], type="log", range=y_range, **log_ticks(y_range))
     return to_dict(figure)
 
 
