@@ -163,6 +163,8 @@ def embed(table: np.ndarray | QuantizedWeight, token_ids: np.ndarray) -> np.ndar
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
+    if kernels.few_rows(x):  # a decode step's rows: one compiled call (kernels.rms_norm)
+        return kernels.rms_norm(x, weight, eps)
     mean_square = np.einsum("td,td->t", x, x)[:, None] / F32(x.shape[-1])  # (T, 1)
     return x * (weight / np.sqrt(mean_square + F32(eps)))
 
@@ -235,6 +237,8 @@ def rope_angles(positions: np.ndarray, head_dim: int, theta: float) -> tuple[np.
 def rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, style: str) -> np.ndarray:
     """Rotate (T, heads, hd) query/key vectors by their positions (rotary position embedding)."""
     hd = x.shape[-1]
+    if style in ("interleaved", "half") and kernels.few_rows(x):  # a decode step's rows: one compiled call
+        return kernels.rope(x, cos, sin, style == "interleaved")
     if style == "interleaved":  # pairs (0,1), (2,3), ...
         first, second = np.s_[..., 0::2], np.s_[..., 1::2]
     elif style == "half":  # pairs (i, i + hd/2), the NeoX / Hugging Face layout
@@ -342,6 +346,8 @@ def decode_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, lengths: np.nd
 def mlp(x: np.ndarray, layer: LayerWeights, observer: Observer = NO_OBSERVER) -> np.ndarray:
     """SwiGLU: down(silu(gate(x)) * up(x))."""
     gate_up = linear(x, layer.w_gate_up, observer=observer)  # (T, 2 d_ff)
+    if kernels.few_rows(gate_up):  # a decode step's rows: one compiled call
+        return linear(kernels.gated_silu(gate_up), layer.w_down, observer=observer)
     d_ff = gate_up.shape[1] // 2
     hidden = np.empty((x.shape[0], d_ff), dtype=F32)
 

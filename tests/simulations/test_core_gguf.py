@@ -86,15 +86,15 @@ def test_a_qwen2_gguf_loads_and_runs_like_the_weights_it_was_written_from(tmp_pa
     assert len(model.fingerprint) == 64
 
 
-def test_the_second_load_uses_the_float32_cache(tmp_path):
+def test_the_second_load_uses_the_float32_cache(tmp_path, monkeypatch):
     path = tmp_path / "qwen2-tiny.gguf"
     write_gguf(path, quantize_ffn=True)
     first = load_model(str(path))
-    from simulations import loader
+    from simulations import gguf_loader, loader
 
     loader._loaded.clear()  # forget the in-process memo, keep the on-disk cache
+    monkeypatch.setattr(gguf_loader, "_build_cache", lambda *a: pytest.fail("the file was dequantized again"))
     second = load_model(str(path))
-    assert isinstance(second.weights.layers[0].w_down, np.memmap)
     np.testing.assert_array_equal(first.weights.layers[1].w_gate_up, second.weights.layers[1].w_gate_up)
 
 
