@@ -9,7 +9,9 @@ KV cache). Every ratio below is measured within one run; `--runs` repeats the de
 interleaved rounds and prints the median and the spread (min–max) of each. Nothing is asserted: the
 machine is shared and noisy (`uptime`).
 
-1. Peaks: GEMM and a read-only stream over a buffer ≥ 8× the last-level cache (`roofline.measure_peaks`).
+1. Peaks: GEMM and a read-only stream over a buffer ≥ 8× the last-level cache (`roofline.measure_peaks`),
+   measured before every decode round and once more at the end; the ceilings are the best of them (a burst
+   of a neighbour's load during one measurement would lower every floor and flatter every ratio).
 2. Batched decode at B = 1..64, each user's cache at 512 tokens (`batch.batched_decode_rows`, the sizes
    timed in interleaved rounds), and one user at 128 and 4096 tokens: step ÷ floor, the one-user share
    of the bandwidth, the time growth ÷ the bytes growth.
@@ -59,18 +61,55 @@ def spread(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def decode_rounds(model: Any, machine: dict[str, float], runs: int, repeats: int) -> dict[str, Any]:
-    """`runs` interleaved rounds of the batched steps at CONTEXT and of one user at each LONG_CONTEXTS."""
+def best_peaks(measured: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ceilings: the best GEMM and the best read stream of every measurement in the run. A ceiling is what
+    the machine can do; a neighbour's burst during one measurement lowers it, and with it every floor."""
+    best = dict(max(measured, key=lambda p: p["peak_gbps"]))
+    best["peak_gflops"] = max(p["peak_gflops"] for p in measured)
+    best["measurements"] = [{"peak_gflops": p["peak_gflops"], "peak_gbps": p["peak_gbps"]} for p in measured]
+    return best
+
+
+def with_floor(row: dict[str, Any], machine: dict[str, float]) -> dict[str, Any]:
+    """A measured step's floor and shares on the run's best ceilings (`best_peaks`)."""
+    from simulations.cost import roofline_seconds
+
+    seconds = row["step_ms"] / 1000
+    return {**row, "floor_ms": roofline_seconds(row["flops"], row["bytes"], machine["peak_flops"],
+                                                machine["bandwidth"]) * 1000,
+            "bandwidth_utilization": row["bytes"] / seconds / machine["bandwidth"],
+            "compute_utilization": row["flops"] / seconds / machine["peak_flops"]}
+
+
+def decode_rounds(model: Any, peaks: list[dict[str, Any]], runs: int, repeats: int) -> dict[str, Any]:
+    """`runs` interleaved rounds of the batched steps at CONTEXT and of one user at each LONG_CONTEXTS, the
+    ceilings measured again before each round (appended to `peaks`)."""
     from simulations.batch import batched_decode_rows
+    from simulations.roofline import measure_peaks
     from simulations.serving import prefilled_caches
 
     quiet = lambda message, fraction: None  # noqa: E731
     batch_caches = prefilled_caches(model, max(BATCHES), CONTEXT, repeats + 2)
     long_caches = {c: prefilled_caches(model, 1, c, repeats + 2) for c in LONG_CONTEXTS}
-    per_run = []
+    raw = []
     for _ in range(runs):
+        peaks.append(measure_peaks())
+        machine = machine_of(peaks[-1])  # provisional: every row gets its floor again from the best ceilings
         rows = batched_decode_rows(model, batch_caches, BATCHES, CONTEXT, repeats, machine, quiet)
         ones = {c: batched_decode_rows(model, long_caches[c], [1], c, repeats, machine, quiet)[0] for c in LONG_CONTEXTS}
+        raw.append((rows, ones))
+    return raw
+
+
+def machine_of(peaks: dict[str, Any]) -> dict[str, float]:
+    return {"peak_flops": peaks["peak_gflops"] * 1e9, "bandwidth": peaks["peak_gbps"] * 1e9}
+
+
+def decode_figures(raw: list, machine: dict[str, float]) -> dict[str, Any]:
+    """The decode rounds' figures, every step against its floor on the run's best ceilings."""
+    per_run = []
+    for rows, ones in raw:
+        rows = [with_floor(row, machine) for row in rows]
         short, long = ones[LONG_CONTEXTS[0]], ones[LONG_CONTEXTS[1]]
         per_run.append({
             "rows": rows,
@@ -85,17 +124,18 @@ def decode_rounds(model: Any, machine: dict[str, float], runs: int, repeats: int
             "growth": spread([run["growth"] for run in per_run])}
 
 
-def prefill_shares(model: Any, machine: dict[str, float], repeats: int) -> list[dict[str, Any]]:
-    from simulations.cost import prefill_cost
+def prefill_times_ms(model: Any, repeats: int) -> dict[int, float]:
     from simulations.sweep import timed_runs
 
-    points = []
-    for n in PREFILL_LENGTHS:
-        runs = timed_runs(model, n, 0, max(2, repeats // 2))
-        ms = statistics.median(run[0].ms for run in runs)
-        points.append({"tokens": n, "ms": ms,
-                       "share": prefill_cost(model.config.shape, n).flops / (ms / 1000) / machine["peak_flops"]})
-    return points
+    return {n: statistics.median(run[0].ms for run in timed_runs(model, n, 0, max(2, repeats // 2)))
+            for n in PREFILL_LENGTHS}
+
+
+def prefill_shares(model: Any, times_ms: dict[int, float], machine: dict[str, float]) -> list[dict[str, Any]]:
+    from simulations.cost import prefill_cost
+
+    return [{"tokens": n, "ms": ms, "share": prefill_cost(model.config.shape, n).flops / (ms / 1000) / machine["peak_flops"]}
+            for n, ms in times_ms.items()]
 
 
 def measure_cold_and_warm(model: Any, peaks: dict[str, Any]) -> dict[str, float]:
@@ -195,13 +235,17 @@ def main() -> None:
     model = load_model("smollm2-135m", progress)
     progress("the kernels' cold compile, in a child process", None)
     compile_s = cold_compile_seconds()
-    progress("this machine's peaks", None)
-    peaks = measure_peaks()
-    machine = {"peak_flops": peaks["peak_gflops"] * 1e9, "bandwidth": peaks["peak_gbps"] * 1e9}
-    progress(f"decode: B = 1..64 at {CONTEXT} tokens, one user at {LONG_CONTEXTS}, {args.runs} rounds", None)
-    decode = decode_rounds(model, machine, args.runs, args.repeats)
+    progress(f"decode: B = 1..64 at {CONTEXT} tokens, one user at {LONG_CONTEXTS}, {args.runs} rounds, each after "
+             "this machine's peaks", None)
+    measured_peaks: list[dict[str, Any]] = []
+    raw_decode = decode_rounds(model, measured_peaks, args.runs, args.repeats)
     progress("prefill at 64..2048 tokens", None)
-    prefill = prefill_shares(model, machine, args.repeats)
+    prefill_times = prefill_times_ms(model, args.repeats)
+    measured_peaks.append(measure_peaks())
+    peaks = best_peaks(measured_peaks)
+    machine = machine_of(peaks)
+    decode = decode_figures(raw_decode, machine)
+    prefill = prefill_shares(model, prefill_times, machine)
     progress("batch.measure(), cold and from the cache", None)
     build = measure_cold_and_warm(model, peaks)
     progress("kernel vs BLAS for a step's products", None)
@@ -214,9 +258,11 @@ def main() -> None:
         print(json.dumps(record, indent=2, ensure_ascii=False, default=str))
         return
     print(machine_line(record["machine"]))
-    print(f"decode path: {record['kernels']} · peaks: GEMM {peaks['peak_gflops']:.1f} GFLOP/s · read stream "
-          f"{peaks['peak_gbps']:.1f} GB/s over {peaks['stream_bytes'] // 2**20} MiB · ridge "
-          f"{peaks['peak_gflops'] / peaks['peak_gbps']:.2f} FLOP/byte\n")
+    each = peaks["measurements"]
+    print(f"decode path: {record['kernels']} · peaks, best of {len(each)}: GEMM {peaks['peak_gflops']:.1f} GFLOP/s "
+          f"({min(p['peak_gflops'] for p in each):.0f}–{max(p['peak_gflops'] for p in each):.0f}) · read stream "
+          f"{peaks['peak_gbps']:.1f} GB/s ({min(p['peak_gbps'] for p in each):.1f}–{max(p['peak_gbps'] for p in each):.1f})"
+          f" over {peaks['stream_bytes'] // 2**20} MiB · ridge {peaks['peak_gflops'] / peaks['peak_gbps']:.2f} FLOP/byte\n")
     print(table(record["checks"]))
     print("\nstep ms (median of rounds): " + " · ".join(f"B={b} {decode['step_ms'][b]['median']:.1f}" for b in BATCHES))
     print("floor ms: " + " · ".join(f"B={row['batch']} {row['floor_ms']:.1f}" for row in decode["runs"][0]["rows"]))
