@@ -1,6 +1,7 @@
 """Decode at the physical limit: the real model's steps against their roofline floor (issue 23's figures).
 
     .venv/bin/python benchmarks/bench_batch.py [--json] [--runs N] [--repeats N]
+    .venv/bin/python benchmarks/bench_batch.py --profile    # where a step's time goes (B = 1, 4, 16)
 
 One process, the model already fetched (`python -m simulations fetch`; never downloads). The floor of a
 step is the cost model's roofline time on this machine's measured peaks (`cost.roofline_seconds`: the
@@ -218,11 +219,54 @@ def checks(decode: dict[str, Any], prefill: list[dict[str, Any]], build: dict[st
     return out
 
 
+def where_the_time_goes(model: Any, batches: tuple[int, ...] = (1, 4, 16), steps: int = 5) -> list[dict[str, Any]]:
+    """Each batch size's step split into the kernels' matrix products, their attention and the rest (norms,
+    RoPE, the MLP gate, residuals, Python), every kernel call wrapped in a timer; caches at CONTEXT tokens."""
+    from collections import Counter
+
+    from simulations import kernels
+    from simulations.model import decode_batch
+    from simulations.serving import prefilled_caches
+
+    spent: Counter[str] = Counter()
+
+    def timed(name: str, function: Any) -> Any:
+        def wrapper(*args: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args)
+            finally:
+                spent[name] += time.perf_counter() - started
+        return wrapper
+
+    real = {name: getattr(kernels, name) for name in ("rows_times_weight", "one_token_attention")}
+    rows = []
+    try:
+        kernels.rows_times_weight = timed("products", real["rows_times_weight"])
+        kernels.one_token_attention = timed("attention", real["one_token_attention"])
+        for batch in batches:
+            caches = prefilled_caches(model, batch, CONTEXT, steps + 2)
+            decode_batch(model.weights, model.config, [42] * batch, caches)  # warm-up
+            spent.clear()
+            started = time.perf_counter()
+            for _ in range(steps):
+                decode_batch(model.weights, model.config, [42] * batch, caches)
+            step = (time.perf_counter() - started) / steps * 1000
+            parts = {name: seconds / steps * 1000 for name, seconds in spent.items()}
+            rows.append({"batch": batch, "step_ms": step, **parts, "rest_ms": step - sum(parts.values())})
+    finally:
+        for name, function in real.items():
+            setattr(kernels, name, function)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the full record as JSON")
     parser.add_argument("--runs", type=int, default=3, help="interleaved rounds of the decode figures (default 3)")
     parser.add_argument("--repeats", type=int, default=5, help="steps per batch size and round (default 5)")
+    parser.add_argument("--profile", action="store_true",
+                        help="only where a step's time goes at B = 1, 4 and 16: products, attention, the rest")
     args = parser.parse_args()
 
     from simulations import kernels
@@ -233,6 +277,12 @@ def main() -> None:
 
     progress = StderrProgress()
     model = load_model("smollm2-135m", progress)
+    if args.profile:
+        progress.done()
+        for row in where_the_time_goes(model):
+            print(f"B = {row['batch']}: step {row['step_ms']:.1f} ms · products {row.get('products', 0):.1f} · "
+                  f"attention {row.get('attention', 0):.1f} · the rest {row['rest_ms']:.1f}")
+        return
     progress("the kernels' cold compile, in a child process", None)
     compile_s = cold_compile_seconds()
     progress(f"decode: B = 1..64 at {CONTEXT} tokens, one user at {LONG_CONTEXTS}, {args.runs} rounds, each after "
