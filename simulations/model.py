@@ -346,8 +346,6 @@ def decode_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, lengths: np.nd
 def mlp(x: np.ndarray, layer: LayerWeights, observer: Observer = NO_OBSERVER) -> np.ndarray:
     """SwiGLU: down(silu(gate(x)) * up(x))."""
     gate_up = linear(x, layer.w_gate_up, observer=observer)  # (T, 2 d_ff)
-    if kernels.few_rows(gate_up):  # a decode step's rows: one compiled call
-        return linear(kernels.gated_silu(gate_up), layer.w_down, observer=observer)
     d_ff = gate_up.shape[1] // 2
     hidden = np.empty((x.shape[0], d_ff), dtype=F32)
 
