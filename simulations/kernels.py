@@ -103,6 +103,43 @@ def _rows_times_weight(x, w, y):  # pragma: no cover -- compiled; tested through
                 s += w[r, k] * x[0, k]
             y[0, r] = s
         return
+    if 4 <= rows < 12:  # a few users: one weight row at a time, for eight (then four) inputs in one pass, so W
+        # streams through in a single pass, one stream per core (B = 4 / 8: 25 / 30 ms against 31 / 38 for the
+        # products of a step with the blocking below; from 12 rows on, the blocking below is faster)
+        for r in prange(n_out):
+            b = 0
+            while b + 8 <= rows:
+                s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = F32(0)
+                for k in range(n_in):
+                    wk = w[r, k]
+                    s0 += wk * x[b, k]
+                    s1 += wk * x[b + 1, k]
+                    s2 += wk * x[b + 2, k]
+                    s3 += wk * x[b + 3, k]
+                    s4 += wk * x[b + 4, k]
+                    s5 += wk * x[b + 5, k]
+                    s6 += wk * x[b + 6, k]
+                    s7 += wk * x[b + 7, k]
+                y[b, r], y[b + 1, r], y[b + 2, r], y[b + 3, r] = s0, s1, s2, s3
+                y[b + 4, r], y[b + 5, r], y[b + 6, r], y[b + 7, r] = s4, s5, s6, s7
+                b += 8
+            if b + 4 <= rows:
+                s0 = s1 = s2 = s3 = F32(0)
+                for k in range(n_in):
+                    wk = w[r, k]
+                    s0 += wk * x[b, k]
+                    s1 += wk * x[b + 1, k]
+                    s2 += wk * x[b + 2, k]
+                    s3 += wk * x[b + 3, k]
+                y[b, r], y[b + 1, r], y[b + 2, r], y[b + 3, r] = s0, s1, s2, s3
+                b += 4
+            while b < rows:
+                s = F32(0)
+                for k in range(n_in):
+                    s += w[r, k] * x[b, k]
+                y[b, r] = s
+                b += 1
+        return
     for group in prange((n_out + 3) // 4):
         o = 4 * np.int64(group)
         if o + 4 > n_out:  # the last rows, when `out` is not a multiple of four

@@ -30,7 +30,7 @@ def kernel_path(monkeypatch):
     monkeypatch.setenv("PD_KERNELS", "numba")
 
 
-@pytest.mark.parametrize("rows", [1, 2, 3, 5, 8, 17, 64])
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8, 11, 12, 17, 64])
 @pytest.mark.parametrize(("n_out", "n_in"), [(960, 576), (7, 13), (1031, 577), (4, 1)])
 def test_rows_times_weight_equals_numpy(rows, n_out, n_in):
     rng = np.random.default_rng(rows * 1000 + n_out)
