@@ -198,7 +198,7 @@ def _build_cache(path: Path, target: Path, progress=None) -> None:
     try:
         for name, array in arrays.items():
             stored = weight_matrix(array) if array.ndim == 2 else np.ascontiguousarray(array, dtype=np.float32)
-            np.save(tmp / f"{name}.npy", stored)  # .npy keeps the order: the memory map is row-major too
+            np.save(tmp / f"{name}.npy", stored)  # .npy keeps the order: loaded row-major too
         meta = {"format": CACHE_FORMAT, "config": config.to_dict(), "tokenizer": tokenizer.to_state()}
         (tmp / "meta.json").write_text(json.dumps(meta))
         if target.exists():

@@ -41,8 +41,9 @@ import numba  # noqa: E402 -- configured above
 from numba import njit, prange  # noqa: E402
 
 PATHS = ("numba", "numpy")
-# Above this many rows the BLAS product wins: chosen from benchmarks/bench_kernels.py's crossover on the
-# build machine (see benchmarks/README.md), where the kernel stays ahead of OpenBLAS up to 64 rows.
+# Above this many rows the BLAS product is used: the kernel and numpy's path are within a few per cent of each
+# other from 48 to 96 rows on the build machine and the kernel is faster below (bench_batch.py's crossover,
+# benchmarks/README.md).
 MAX_KERNEL_ROWS = 64
 # fastmath without "ninf"/"nnan": reductions may be reordered and fused (vectorised), infinities stay exact.
 FAST = {"reassoc", "contract", "arcp", "nsz"}

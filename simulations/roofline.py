@@ -167,7 +167,7 @@ def roofline(model: LoadedModel, peaks: dict[str, Any] | None = None, prompt_tok
         peaks = measure_peaks()
     lengths = sorted({prompt_tokens, *prompt_lengths})
     check_lengths(model, lengths, decode_steps, "prompt lengths")
-    # Untimed warm-up: page in memory-mapped weights and start BLAS threads.
+    # Untimed warm-up: start BLAS threads and fill the caches.
     measure_phases(model, min(32, model.config.max_context - 3), 2, 1, peaks)
 
     by_length = {}

@@ -132,7 +132,7 @@ def sweep(model: LoadedModel, prompt_lengths: Sequence[int] = (128, 512, 2048, 4
     report = progress or (lambda message, fraction: None)
     total = len(prompt_lengths) + len(contexts)
     started = time.perf_counter()
-    # Untimed warm-up: page in memory-mapped weights and start BLAS threads before the first timing.
+    # Untimed warm-up: start BLAS threads and fill the caches before the first timing.
     timed_runs(model, min(64, model.config.max_context - 3), 2, 1)
 
     points, runs_at = [], {}
