@@ -196,6 +196,12 @@ new PerformanceObserver((list) => { for (const entry of list.getEntries()) windo
   nodes: entry.sources.map((s) => s.node ? s.node.nodeName + '.' + s.node.className : '?') }); })
   .observe({ type: 'layout-shift', buffered: true });"""
 
+# Every CSP violation the document reports, including those Chromium logs nowhere in the console (an eval that
+# the page's policy blocks and the page's code catches).
+RECORD_CSP = """window.__pdCsp = [];
+document.addEventListener('securitypolicyviolation', (e) => window.__pdCsp.push(
+  `${e.effectiveDirective} blocked ${e.blockedURI || '(inline)'} at ${e.sourceFile || ''}:${e.lineNumber}`));"""
+
 NEXT_FRAME = "() => new Promise((done) => requestAnimationFrame(() => done()))"
 NEXT_FRAMES = "() => document.fonts.ready.then(() => new Promise((done) => requestAnimationFrame(() => " \
               "requestAnimationFrame(() => done()))))"
@@ -365,6 +371,7 @@ def take_tour(browser, base_url: str, path: str, name: str, *, axe_source: str |
         page.on("response", lambda response: record.unanswered.append(f"{response.status} {response.url}")
                 if response.status >= 400 else None)
         page.on("requestfailed", lambda request: record.unanswered.append(f"failed ({request.failure}) {request.url}"))
+        page.add_init_script(RECORD_CSP)
         if view.phone:
             page.add_init_script(RECORD_SHIFTS)
         page.goto(base_url + path + (FAST if view.play else ""), wait_until="load")
@@ -402,6 +409,7 @@ def take_tour(browser, base_url: str, path: str, name: str, *, axe_source: str |
             record.palette_unfollowed = charts_follow_the_palette(page)
         if view.javascript:  # after drawing and playing: a label first needed by a later frame counts too
             record.missing_strings = page.evaluate(MISSING_STRINGS)
+            record.csp_violations += [f"securitypolicyviolation: {event}" for event in page.evaluate("window.__pdCsp")]
     finally:
         with contextlib.suppress(Exception):
             context.close()
