@@ -1,5 +1,5 @@
 """MkDocs hook: small fixes to the HTML that Markdown and Material render — row headers for comparison
-tables, a named search dialog, heading anchors' tooltips in the page's language, no head hreflang links, Material's script loaded at the reader's first
+tables, prose tables the keyboard can scroll, a named search dialog, heading anchors' tooltips in the page's language, no head hreflang links, Material's script loaded at the reader's first
 gesture. Chapter numbers and reading time are hooks/chapter_hook.py's.
 """
 
@@ -69,6 +69,14 @@ def label_table_rows(html: str) -> str:
     return _TABLE.sub(label, html)
 
 
+def focusable_tables(html: str) -> str:
+    """Let the keyboard reach every prose table. On a phone a table wider than the screen scrolls sideways in
+    its own box (Material's wrapper once its script runs, the table itself before), and a box that scrolls must
+    take focus for a reader without a pointer to scroll it (axe: scrollable-region-focusable). Focused, the table
+    scrolls its wrapper with the arrow keys. The demos' and the appendix's tables carry the same tabindex."""
+    return html.replace("<table>", '<table tabindex="0">')
+
+
 _PERMALINK = re.compile(r'(<a class="headerlink" href="[^"]*" title=")Permanent link(")')
 
 
@@ -82,7 +90,7 @@ def translate_permalinks(html: str, title: str | None) -> str:
 
 def on_page_content(html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     title = config.extra.get("permalink_title") if config is not None else None
-    return translate_permalinks(label_table_rows(html), title)
+    return translate_permalinks(focusable_tables(label_table_rows(html)), title)
 
 
 def on_post_page(output: str, *, page: Page, config: MkDocsConfig) -> str:

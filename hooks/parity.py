@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from hooks.claims.syntax import find_claims
-from hooks.demos.strings import STRINGS_FILE, flatten
+from hooks.demos.strings import STRINGS_FILE, YAML_LOADER, flatten
 from hooks.markdown_blocks import demo_fences, without_fences
 
 _HEADING = re.compile(r"^#{1,6}\s+\S", re.M)
@@ -61,7 +61,7 @@ def language_dirs(docs_dir: Path) -> list[Path]:
 
 
 def _label_keys(strings_file: Path) -> set[str]:
-    data = yaml.safe_load(strings_file.read_text(encoding="utf-8"))
+    data = yaml.load(strings_file.read_text(encoding="utf-8"), Loader=YAML_LOADER)
     return set(flatten(data)) if isinstance(data, dict) else set()
 
 

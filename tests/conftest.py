@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,75 @@ def shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder every xdist worker of this run sees (the workers' temporary folders share a parent)."""
     base = tmp_path_factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+# The real model's site (tests/site/test_real_model_site.py): minutes of simulation on a clean clone, so it is
+# started in the background as soon as a run that selected its tests has collected them, and the two workers
+# run the other tests meanwhile. Its sweep is the quick one (what its tests read is the same in both sizes:
+# the answers, the token counts, every figure filled in). It takes no build lock: it measures the real model
+# under the load of the tests in any case, and the tiny builds it would hold up read their timings from .cache/.
+REAL_MODEL = "smollm2-135m"
+REAL_SITE_FIXTURE = "real_site"
+_real_site_process: subprocess.Popen | None = None
+
+
+def _real_site_folder(config: pytest.Config) -> Path:
+    return shared_dir(config._tmp_path_factory) / "real-site"  # pytest's own factory, as tmp_path_factory is
+
+
+def start_real_site_build(config: pytest.Config) -> Path:
+    """Start the real model's strict build into the run's shared folder unless a worker already has; returns it."""
+    global _real_site_process
+    folder = _real_site_folder(config)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder) + ".lock"):
+        if folder.exists():
+            return folder
+        folder.mkdir()
+        env = {**os.environ, "PD_MODEL": REAL_MODEL, "PD_SWEEP": "quick", "NO_MKDOCS_2_WARNING": "1"}
+        command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-d", str(folder / "site")]
+        script = ("import subprocess, sys; log = open(sys.argv[1], 'w');"
+                  " code = subprocess.call(sys.argv[3:], stdout=log, stderr=subprocess.STDOUT);"
+                  " open(sys.argv[2], 'w').write(str(code))")
+        _real_site_process = subprocess.Popen(
+            [sys.executable, "-c", script, str(folder / "build.log"), str(folder / "exit-code"), *command],
+            cwd=REPO, env=env, stdin=subprocess.DEVNULL, start_new_session=True)
+    return folder
+
+
+def wait_for_real_site(config: pytest.Config, timeout_s: float = 3000) -> SiteBuild:
+    """The real model's site once its build (started by whichever worker collected first) is done."""
+    folder = start_real_site_build(config)  # started already, unless this test was run on its own
+    deadline = time.monotonic() + timeout_s
+    while not (folder / "exit-code").exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"the real model's site build did not finish in {timeout_s:.0f} s", pytrace=False)
+        time.sleep(1)
+    code = (folder / "exit-code").read_text(encoding="utf-8").strip()
+    log = (folder / "build.log").read_text(encoding="utf-8")
+    if code != "0":
+        pytest.fail(f"mkdocs build with the real model failed (exit {code}):\n{log[-6000:]}", pytrace=False)
+    return SiteBuild(folder / "site", log)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not session.config.option.collectonly and \
+            any(REAL_SITE_FIXTURE in getattr(item, "fixturenames", ()) for item in session.items):
+        start_real_site_build(session.config)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The worker that started the real model's build waits for it (the other worker may be reading it), unless
+    the run was interrupted: then it stops it."""
+    process = _real_site_process
+    if process is None or process.poll() is not None:
+        return
+    if exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop or session.shouldfail:
+        process.terminate()
+    try:
+        process.wait(timeout=3000)
+    except subprocess.TimeoutExpired:
+        process.kill()
 
 
 @pytest.fixture(scope="session")
@@ -109,10 +179,12 @@ def browser() -> Iterator[object]:
 # The order tests are handed out in (xdist gives each worker the next group as it finishes one): the longest
 # first, so no worker is left with a long test at the end while the other idles; and the builds that wait for
 # one another (`build_site` runs one at a time) apart, so that one worker tours pages while the other builds.
-FIRST_GROUPS = {"real-model-site", "serve", "own-server", "own-server-strict"}  # minutes each; only one builds
+FIRST_GROUPS = {"serve", "own-server", "own-server-strict"}  # minutes each; only one builds
 
 
 def _weight(item: pytest.Item) -> int:
+    if REAL_SITE_FIXTURE in getattr(item, "fixturenames", ()):
+        return 9  # last: its build runs in the background from the start (start_real_site_build)
     marker = item.get_closest_marker("xdist_group")
     group = str(marker.args[0]) if marker is not None else None
     if group in FIRST_GROUPS:
@@ -126,6 +198,27 @@ def _weight(item: pytest.Item) -> int:
     if item.get_closest_marker("slow"):
         return 4
     return 5
+
+
+# Files that share a session-scoped fixture too costly to make twice, run on one worker as one unit of work:
+# the serve tests share one `mkdocs serve` (tests/site/conftest.py).
+SAME_WORKER = {"tests/site/test_serve_mistakes.py": "tests/site/test_serve_resilience.py"}
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: known only when it is installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`--dist loadscope`, with the files of SAME_WORKER in one scope (xdist's own groups, `--dist loadgroup`,
+    cannot rename tests under pytest 9.2, and its controller sees only test ids, not their markers)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return SAME_WORKER.get(scope, scope)
+
+    return Scheduling(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the xdist_group markers

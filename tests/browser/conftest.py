@@ -21,8 +21,9 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
+from tests.browser.quality_pages import PAGES
 from tests.browser.static_server import StaticServer
 from tests.browser.tour import Tour, take_tour
 
@@ -131,7 +132,8 @@ def axe_source() -> str:
 def tour(browser, site_url: str, site_url_without_headers: str, screenshot_dir: Path,
          tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], Tour]:
     """`tour(path, view)`: the record of that page's tour in that view (tests/browser/tour.py), taken on first use
-    by whichever xdist worker asks first (under a file lock) and read from disk by the other."""
+    by whichever xdist worker asks first (under a file lock) and read from disk by the other. A worker that finds
+    the tour it wants being taken by the other takes the next page's meanwhile instead of waiting."""
     from tests.browser.tour import VIEWS
     from tests.conftest import shared_dir
 
@@ -147,12 +149,39 @@ def tour(browser, site_url: str, site_url_without_headers: str, screenshot_dir: 
         except Exception as error:  # a tour that broke off fails every test that reads it, once each
             return f"{type(error).__name__}: {error}"
 
+    def _record(path: str, view: str) -> Path:
+        return folder / f"{view}--{path.strip('/').replace('/', '-') or 'home'}.pickle"
+
+    def _take_if_free(path: str, view: str) -> bool:
+        """Take this tour unless it is taken or being taken; whether this worker took it."""
+        record = _record(path, view)
+        if record.exists():
+            return False
+        try:
+            with FileLock(str(record) + ".lock").acquire(timeout=0):
+                if record.exists():
+                    return False
+                record.write_bytes(pickle.dumps(_take(path, view)))
+                return True
+        except Timeout:
+            return False
+
     def _tour(path: str, view: str) -> Tour:
         if (path, view) not in taken:
-            record = folder / f"{view}--{path.strip('/').replace('/', '-') or 'home'}.pickle"
-            with FileLock(str(record) + ".lock"):
-                if not record.exists():
-                    record.write_bytes(pickle.dumps(_take(path, view)))
+            record = _record(path, view)
+            lock = FileLock(str(record) + ".lock")
+            while not record.exists():
+                try:
+                    with lock.acquire(timeout=0):
+                        if not record.exists():
+                            record.write_bytes(pickle.dumps(_take(path, view)))
+                except Timeout:
+                    # The other worker is taking this tour: take another page's in the same view meanwhile (the
+                    # tests that read one view go through the pages), or wait when none is left.
+                    if not any(_take_if_free(other, view) for other in PAGES if other != path):
+                        with lock:
+                            pass
+            with lock:
                 taken[path, view] = pickle.loads(record.read_bytes())
         found = taken[path, view]
         if isinstance(found, str):

@@ -4,20 +4,33 @@ scrubbing or playing moves what the chart draws to the frame the player is on.""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 
 from hooks.demos.figures.timeline import ANSWER_TOKENS
 from tests.browser.quality_pages import next_frames
-from tests.browser.test_demos import FAST, LANGS, TIMEOUT_MS, demo_data, number_in, open_demo, wait_for_state
+from tests.browser.test_demos import (
+    CHART_KINDS,
+    FAST,
+    LANGS,
+    PAGE_OF_KIND,
+    TIMEOUT_MS,
+    demo_data,
+    number_in,
+    open_demo,
+    wait_for_state,
+)
+from tests.browser.tour import VIEWS
 
 pytestmark = pytest.mark.browser
 
 PLAYED_KINDS = ["conversation", "prefill", "decode", "timeline", "roofline"]
 STILL_KINDS = ["recap"]  # one chart and nothing to play
-PLOTLY_CONTROLS = ".updatemenu-container, .updatemenu-button, .slider-container"
 UA_FACE = "rgb(239, 239, 239)"  # the browser's own button face: a control nobody styled
+# (Plotly's own controls, counted by the tour: .updatemenu-container, .updatemenu-button, .slider-container)
 
 
 def draw_every_chart(page, demo) -> None:
@@ -38,23 +51,29 @@ def eventually(page, measure, expected: float, tolerance: float) -> float:
 
 
 @pytest.mark.parametrize("lang", LANGS)
-@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("view", ["desktop-light", "desktop-dark"])
 @pytest.mark.parametrize("kind", PLAYED_KINDS + STILL_KINDS)
-def test_each_demo_has_one_play_button_and_one_scrubber_and_no_plotly_controls(open_page, lang, scheme, kind):
-    page, log, demo = open_demo(open_page, lang, kind, query="", color_scheme=scheme)
-    strings = demo_data(page, demo)["strings"]
-    draw_every_chart(page, demo)
+def test_each_demo_has_one_play_button_and_one_scrubber_and_no_plotly_controls_and_its_charts_follow_the_palette(
+        tour, built_site: Path, lang, view, kind):
+    """Read from the page's tour in each palette (tests/browser/tour.py): the demo drawn, then the palette switched."""
+    path = lang + PAGE_OF_KIND[kind]
+    record = tour(path, view)
+    demo = next(demo for demo in record.controls if demo["kind"] == kind)
+    strings = json.loads((built_site / path / demo["trace"]).resolve().read_text(encoding="utf-8"))["strings"]
     played = 1 if kind in PLAYED_KINDS else 0
-    assert demo.get_by_role("button", name=strings["common.play"], exact=True).count() == played
-    assert demo.locator("input[type=range]").count() == played
-    assert demo.locator(PLOTLY_CONTROLS).count() == 0
+    assert [c["name"] for c in demo["controls"] if c["tag"] == "button"].count(strings["common.play"]) == played
+    assert demo["sliders"] == played
+    assert demo["plotly_controls"] == 0
+    if kind in CHART_KINDS:
+        assert demo["charts"] >= 1
+    assert demo["drawn_charts"] == demo["charts"]
     # Every control there is follows the page's palette (Plotly's buttons were unstyled in the dark one).
-    for control in demo.locator("button, select").all():
-        background, colour = control.evaluate("el => [getComputedStyle(el).backgroundColor, getComputedStyle(el).color]")
-        assert background != UA_FACE, control.text_content()
-        if scheme == "dark":  # no white box and no black text on the dark page
-            assert background != "rgb(255, 255, 255)" and colour != "rgb(0, 0, 0)", (control.text_content(), background)
-    log.assert_clean()
+    for control in demo["controls"]:
+        assert control["background"] != UA_FACE, control
+        if VIEWS[view].palette == "dark":  # no white box and no black text on the dark page
+            assert control["background"] != "rgb(255, 255, 255)" and control["colour"] != "rgb(0, 0, 0)", control
+    # The reader switches the palette: the chart's words follow it.
+    assert demo["id"] not in record.palette_unfollowed and kind not in record.palette_unfollowed
 
 
 def plot_box(chart) -> dict:

@@ -1,9 +1,12 @@
-"""The demos in a real browser, in both languages: playback, stepping, keyboard, reduced motion,
-timeline readouts, charts and their theme, zero errors and nothing leaving 127.0.0.1."""
+"""The demos in a real browser, in both languages: playback (read from the pages' tours), stepping, keyboard,
+reduced motion, markup in the data shown as text, zero errors and nothing leaving 127.0.0.1. Charts and their
+palette: tests/browser/test_chart_driver.py."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -69,16 +72,17 @@ def wait_for_state(page, demo, state: str) -> None:
 
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("kind", PLAYER_KINDS)
-def test_play_runs_to_the_end_and_shows_the_recorded_answer(open_page, lang, kind):
-    page, log, demo = open_demo(open_page, lang, kind)
-    data = demo_data(page, demo)
-    assert not demo.get_attribute("data-pd-missing-strings")
-    assert demo.locator("[data-pd-fallback]").is_hidden()
-    demo.get_by_role("button", name=data["strings"]["common.play"]).click()
-    wait_for_state(page, demo, "ended")
-    assert count(demo) == total(demo)
-    assert shown_answer(demo).strip() == recorded_answer(data).strip()
-    log.assert_clean()
+def test_play_runs_to_the_end_and_shows_the_recorded_answer(tour, built_site: Path, lang, kind):
+    """Read from the page's tour (tests/browser/tour.py), which plays every demo to its end; no label is missing and
+    nothing went wrong on the way (tests/browser/test_pages.py asserts the tour's problems)."""
+    path = lang + PAGE_OF_KIND[kind]
+    record = tour(path, "desktop-light")
+    played = next(demo for demo in record.played.values() if demo["kind"] == kind)
+    data = json.loads((built_site / path / played["trace"]).resolve().read_text(encoding="utf-8"))
+    assert played["fallback_hidden"]
+    assert played["count"] == played["total"]
+    assert played["answer"].strip() == recorded_answer(data).strip()
+    assert record.missing_strings == {}
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -176,41 +180,6 @@ def number_in(text: str) -> float:
     match = re.search(r"-?[\d,]+(?:\.\d+)?", text)
     assert match, text
     return float(match.group(0).replace(",", ""))
-
-
-def chart_text_colour(page, chart) -> str:
-    return page.evaluate("el => getComputedStyle(el.querySelector('.main-svg .xtick text, .main-svg text')).fill",
-                         chart.element_handle())
-
-
-@pytest.mark.parametrize("lang", LANGS)
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize("kind", CHART_KINDS)
-def test_charts_render_and_follow_the_palette(open_page, lang, scheme, kind):
-    page, log, demo = open_demo(open_page, lang, kind, query="", color_scheme=scheme)
-    charts = demo.locator(".pd-chart")
-    assert charts.count() >= 1
-    for chart in charts.all():
-        chart.scroll_into_view_if_needed()
-        page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(),
-                               timeout=TIMEOUT_MS)
-        assert chart.locator(".main-svg").count() >= 1
-    chart = charts.first
-    before = chart_text_colour(page, chart)
-    other = "default" if scheme == "dark" else "slate"
-    page.evaluate(f"document.body.setAttribute('data-md-color-scheme', '{other}')")
-    page.wait_for_function("([el, c]) => getComputedStyle(el.querySelector('.main-svg .xtick text, .main-svg text'))"
-                           ".fill !== c", arg=[chart.element_handle(), before], timeout=5000)
-    log.assert_clean()
-
-
-@pytest.mark.parametrize("lang", LANGS)
-def test_every_demo_loads_without_missing_strings_or_errors(open_page, lang):
-    for kind in PAGE_OF_KIND:
-        page, log, demo = open_demo(open_page, lang, kind, query="")
-        assert demo.get_attribute("data-pd-missing-strings") is None, kind
-        log.assert_clean()
-        page.close()
 
 
 HOSTILE = "</script><img src=x onerror=\"window.__pd_pwned=1\">"

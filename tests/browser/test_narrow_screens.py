@@ -1,7 +1,8 @@
 """Every built page on the narrowest phones, 320 and 360 px wide, in both languages: the page never scrolls
 sideways, with its demos and charts drawn (JavaScript on) and as their static fallback (JavaScript off);
 no chart's words run into each other or off the chart, and every slider stays wide enough to set. What
-is wider than a phone (a table of sources, a long hardware name) fits, wraps or scrolls in its own box."""
+is wider than a phone (a table of sources, a long hardware name) fits, wraps or scrolls in its own box. The
+device demo's measured result on a 320 px phone: tests/browser/test_device.py."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ from pathlib import Path
 import pytest
 
 from tests.browser.quality_pages import PAGES, page_paths
-from tests.browser.test_demos import TIMEOUT_MS
-from tests.browser.tour import STICKING_OUT
 
 pytestmark = pytest.mark.browser
 
@@ -66,28 +65,3 @@ def test_at_320_px_the_appendix_does_not_scroll_sideways_and_its_tables_scroll_i
     # Material wraps it in once its script runs)
     assert max(table["overflow"] for table in tables) > 0
     assert all(table["tabindex"] == "0" for table in tables)  # a scrolling region the keyboard can reach
-
-
-def open_narrow(browser, url: str, width: int, *, javascript: bool):
-    context = browser.new_context(viewport={"width": width, "height": 720}, java_script_enabled=javascript)
-    page = context.new_page()
-    page.goto(url, wait_until="load")
-    return context, page
-
-
-@pytest.mark.parametrize("lang, start", [("", "实测本设备"), ("en/", "Measure this device")])
-def test_the_measured_device_result_is_no_wider_than_the_phone(browser, site_url, lang, start):
-    """The result of *measure this device* (figures, chart, a table beside the build machine) at 320 px."""
-    context, page = open_narrow(browser, site_url + lang + "bottleneck/?pd-device-backend=js", 320, javascript=True)
-    try:
-        demo = page.locator(".pd-demo[data-pd-demo=device]").first
-        demo.scroll_into_view_if_needed()
-        page.mouse.move(10, 300)
-        demo.get_by_role("button", name=start).click(timeout=TIMEOUT_MS)
-        page.wait_for_function("el => !['idle', 'running'].includes(el.dataset.pdDeviceState)",
-                               arg=demo.element_handle(), timeout=300_000)
-        assert demo.get_attribute("data-pd-device-state") == "done"
-        assert page.evaluate("document.documentElement.scrollWidth") <= 320, page.evaluate(STICKING_OUT)
-        assert demo.locator(".pd-device__table").get_attribute("tabindex") == "0"  # it may scroll: keyboard too
-    finally:
-        context.close()

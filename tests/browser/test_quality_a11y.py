@@ -16,14 +16,7 @@ __all__ = ["AXE", "BLOCKING_IMPACTS", "run_axe"]  # the device and serve tests r
 BLOCKING_IMPACTS = {"serious", "critical"}
 # Desktop in both palettes; 320 px light and 360 px dark (tests/browser/tour.py VIEWS).
 AXE_VIEWS = ["desktop-light", "desktop-dark", "320", "360"]
-# Found by this test once it met the pages as a reader does (after the first gesture, which starts Material's
-# script): on a phone, Material wraps the TTFT chapter's prose table in a box that scrolls sideways but that
-# neither it nor anything in it can take keyboard focus (axe: scrollable-region-focusable, serious). Strict:
-# the test says so once the page is fixed.
-KNOWN = {(lang + "ttft-tps/", view): "the TTFT chapter's prose table scrolls in a box the keyboard cannot reach"
-         for lang in ("", "en/") for view in ("320", "360")}
-CASES = [pytest.param(path, view, marks=pytest.mark.xfail(strict=True, reason=KNOWN[path, view]))
-         if (path, view) in KNOWN else (path, view) for path in PAGES for view in AXE_VIEWS]
+CASES = [(path, view) for path in PAGES for view in AXE_VIEWS]
 
 
 def _describe(violations: list[dict]) -> str:

@@ -30,7 +30,8 @@ class View:
     javascript: bool = True
     phone: bool = False  # a phone's touch screen at device scale 2, measuring layout shifts while the page loads
     draw: bool = True  # draw every demo and chart (the reader's gesture, then each one scrolled into view)
-    play: bool = False  # then play every demo to its end, switch every option, move every slider, hover every chart
+    play: bool = False  # then play every demo to its end, switch every option, move every slider, hover every chart,
+    # and switch the palette: every chart's words follow it
     device: bool = False  # and, while playing, measure this device (the device demo's quick run)
     axe: bool = False
     screenshot: bool = False
@@ -68,6 +69,10 @@ class Tour:
     html_lang: str = ""
     color_scheme: str = ""  # Material's data-md-color-scheme on <body>
     demo_status: dict[str, str] = field(default_factory=dict)  # demo id -> data-pd-status once drawn
+    missing_strings: dict[str, str] = field(default_factory=dict)  # demo id -> label keys its JSON lacked (shown raw)
+    controls: list[dict] = field(default_factory=list)  # each demo's controls once drawn (DEMO_CONTROLS)
+    played: dict[str, dict] = field(default_factory=dict)  # demo id -> its end once played (PLAYED_TO_THE_END)
+    palette_unfollowed: list[str] = field(default_factory=list)  # charts whose words kept their colour (play views)
     axe: list[dict] | None = None  # violations, when the view runs axe-core
     scroll_width: int = 0
     inner_width: int = 0
@@ -87,7 +92,9 @@ class Tour:
                  "CSP violations": self.csp_violations, "requests that left 127.0.0.1": self.outside_requests,
                  "requests the site could not answer": self.unanswered,
                  "demos that did not load": [f"{demo}: {status}" for demo, status in self.demo_status.items()
-                                             if status != "ready"]}
+                                             if status != "ready"],
+                 "labels missing from a demo's strings": [f"{demo}: {keys}" for demo, keys in
+                                                          self.missing_strings.items()]}
         return {name: items for name, items in found.items() if items}
 
     def fits(self) -> bool:
@@ -124,6 +131,48 @@ CHART_TEXT_CLASHES = """() => [...document.querySelectorAll('.js-plotly-plot')].
     return clashes;
   })"""
 
+# Each demo once drawn, before anything is played: its kind and JSON, its charts (drawn or not), Plotly's own
+# controls (the page's player must be the only ones), and each button and select with its name and colours.
+DEMO_CONTROLS = """() => [...document.querySelectorAll('.pd-demo')].map((demo) => ({
+    id: demo.id, kind: demo.dataset.pdDemo, trace: demo.dataset.pdTrace,
+    charts: demo.querySelectorAll('.pd-chart').length,
+    drawn_charts: [...demo.querySelectorAll('.pd-chart')].filter((c) => c.querySelector('.main-svg')).length,
+    sliders: demo.querySelectorAll('input[type=range]').length,
+    plotly_controls: demo.querySelectorAll('.updatemenu-container, .updatemenu-button, .slider-container').length,
+    controls: [...demo.querySelectorAll('button, select')].map((el) => {
+      const style = getComputedStyle(el);
+      return {tag: el.tagName.toLowerCase(), name: (el.getAttribute('aria-label') || el.textContent).trim(),
+              background: style.backgroundColor, colour: style.color};
+    }),
+  }))"""
+
+# The first words of each demo's first chart, and their colour.
+CHART_WORDS = ".main-svg .xtick text, .main-svg text"
+CHART_WORD_COLOURS = """(selector) => Object.fromEntries([...document.querySelectorAll('.pd-demo')].flatMap((demo) => {
+    const words = demo.querySelector('.pd-chart') && demo.querySelector('.pd-chart').querySelector(selector);
+    return words ? [[demo.id || demo.dataset.pdDemo, getComputedStyle(words).fill]] : [];
+  }))"""
+
+
+def charts_follow_the_palette(page) -> list[str]:
+    """Switch the palette as the toggle does (Material's attribute on <body>): each demo's first chart whose words
+    keep their colour, after the page has had the time a reader would see (5 s)."""
+    before = page.evaluate(CHART_WORD_COLOURS, CHART_WORDS)
+    scheme = page.evaluate("() => document.body.getAttribute('data-md-color-scheme')")
+    page.evaluate("(s) => document.body.setAttribute('data-md-color-scheme', s)",
+                  "default" if scheme == "slate" else "slate")
+    with contextlib.suppress(Exception):  # what did not follow is reported below
+        page.wait_for_function("([selector, before]) => { const now = (" + CHART_WORD_COLOURS + ")(selector);"
+                               " return Object.keys(before).every((id) => now[id] !== before[id]); }",
+                               arg=[CHART_WORDS, before], timeout=5000)
+    now = page.evaluate(CHART_WORD_COLOURS, CHART_WORDS)
+    return sorted(demo for demo, colour in before.items() if now.get(demo) == colour)
+
+
+# Every demo that showed a label key instead of its text (assets/pd/dom.js records the keys its JSON lacked).
+MISSING_STRINGS = """() => Object.fromEntries([...document.querySelectorAll('.pd-demo[data-pd-missing-strings]')]
+    .map((el) => [el.id || el.dataset.pdDemo, el.dataset.pdMissingStrings]))"""
+
 # Sliders narrower than a finger can set (the prompt-length scrubber was 25 px wide at 320 px).
 NARROW_SLIDERS = """() => [...document.querySelectorAll('.pd-demo input[type=range]')]
     .filter((el) => el.getClientRects().length && el.getBoundingClientRect().width < 100)
@@ -146,6 +195,12 @@ new PerformanceObserver((list) => { for (const entry of list.getEntries()) windo
   inHeader: entry.sources.every((s) => s.node && (s.node.closest ? s.node : s.node.parentElement)?.closest('header')),
   nodes: entry.sources.map((s) => s.node ? s.node.nodeName + '.' + s.node.className : '?') }); })
   .observe({ type: 'layout-shift', buffered: true });"""
+
+# Every CSP violation the document reports, including those Chromium logs nowhere in the console (an eval that
+# the page's policy blocks and the page's code catches).
+RECORD_CSP = """window.__pdCsp = [];
+document.addEventListener('securitypolicyviolation', (e) => window.__pdCsp.push(
+  `${e.effectiveDirective} blocked ${e.blockedURI || '(inline)'} at ${e.sourceFile || ''}:${e.lineNumber}`));"""
 
 NEXT_FRAME = "() => new Promise((done) => requestAnimationFrame(() => done()))"
 NEXT_FRAMES = "() => document.fonts.ready.then(() => new Promise((done) => requestAnimationFrame(() => " \
@@ -211,10 +266,23 @@ def draw_every_demo(page, record: Tour) -> None:
     page.evaluate("() => window.scrollTo(0, document.documentElement.scrollHeight)")
 
 
-def play_every_demo(page, *, device: bool) -> dict[str, str]:
-    """Do what a reader can do with every demo of the page: play it to the end, switch every option,
-    move every slider to its end and point at every chart (plotly writes styles as it hovers).
-    Returns the device demo's end state when it was measured."""
+# A demo played to its end: the player's count and last frame, the answer as shown (tokens that are not a whole
+# character are shown as their bytes and left out), and whether the static fallback is hidden.
+PLAYED_TO_THE_END = """(demo) => {
+    const answer = demo.querySelector('[data-pd-answer]');
+    const copy = answer && answer.cloneNode(true);
+    if (copy) copy.querySelectorAll('.pd-answer__bytes').forEach((b) => b.remove());
+    const slider = demo.querySelector('input[type=range]');
+    return {kind: demo.dataset.pdDemo, trace: demo.dataset.pdTrace, count: demo.dataset.pdCount ?? null,
+            total: slider ? slider.max : null, answer: copy ? copy.textContent : null,
+            fallback_hidden: [...demo.querySelectorAll('[data-pd-fallback]')].every((el) => !el.checkVisibility())};
+  }"""
+
+
+def play_every_demo(page, record: Tour, *, device: bool) -> dict[str, str]:
+    """Do what a reader can do with every demo of the page: play it to the end (recorded in `record.played`),
+    switch every option, move every slider to its end and point at every chart (plotly writes styles as it
+    hovers). Returns the device demo's end state when it was measured."""
     states = {}
     for demo in page.locator(".pd-demo").all():
         demo.scroll_into_view_if_needed()
@@ -235,6 +303,8 @@ def play_every_demo(page, *, device: bool) -> dict[str, str]:
             page.wait_for_function("el => (el.dataset.pdState ? el : el.querySelector('[data-pd-state]'))"
                                    ".dataset.pdState === 'ended'", arg=demo.element_handle(),
                                    timeout=PAGE_TIMEOUT_MS)
+            record.played[demo.get_attribute("id") or demo.get_attribute("data-pd-demo")] = \
+                demo.evaluate(PLAYED_TO_THE_END)
         if demo.get_attribute("data-pd-demo") != "device" or device:
             for select in demo.locator("select").all():
                 for value in [option.get_attribute("value") for option in select.locator("option").all()]:
@@ -301,6 +371,7 @@ def take_tour(browser, base_url: str, path: str, name: str, *, axe_source: str |
         page.on("response", lambda response: record.unanswered.append(f"{response.status} {response.url}")
                 if response.status >= 400 else None)
         page.on("requestfailed", lambda request: record.unanswered.append(f"failed ({request.failure}) {request.url}"))
+        page.add_init_script(RECORD_CSP)
         if view.phone:
             page.add_init_script(RECORD_SHIFTS)
         page.goto(base_url + path + (FAST if view.play else ""), wait_until="load")
@@ -320,6 +391,8 @@ def take_tour(browser, base_url: str, path: str, name: str, *, axe_source: str |
         if not record.fits():
             record.sticking_out = page.evaluate(STICKING_OUT)
         record.tables = page.evaluate(TABLES)
+        if view.draw:
+            record.controls = page.evaluate(DEMO_CONTROLS)
         if view.javascript:
             record.chart_clashes = page.evaluate(CHART_TEXT_CLASHES)
             record.narrow_sliders = page.evaluate(NARROW_SLIDERS)
@@ -331,8 +404,12 @@ def take_tour(browser, base_url: str, path: str, name: str, *, axe_source: str |
         if view.javascript and view.width <= 360:
             record.source_selects = source_selects(page)
         if view.play:
-            record.device_state = play_every_demo(page, device=view.device)
+            record.device_state = play_every_demo(page, record, device=view.device)
             network.quiet(page)
+            record.palette_unfollowed = charts_follow_the_palette(page)
+        if view.javascript:  # after drawing and playing: a label first needed by a later frame counts too
+            record.missing_strings = page.evaluate(MISSING_STRINGS)
+            record.csp_violations += [f"securitypolicyviolation: {event}" for event in page.evaluate("window.__pdCsp")]
     finally:
         with contextlib.suppress(Exception):
             context.close()

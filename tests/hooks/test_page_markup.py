@@ -1,4 +1,5 @@
-"""Fixes to the rendered HTML: row headers a screen reader can announce, a named search dialog, no head
+"""Fixes to the rendered HTML: row headers a screen reader can announce, prose tables the keyboard can scroll,
+a named search dialog, no head
 hreflang links, Material's script prefetched for the first gesture — applied to every page by markup_hook."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import markdown
 from hooks import markup_hook
 from hooks.markup_hook import (
     drop_head_alternates,
+    focusable_tables,
     label_table_rows,
     load_theme_script_on_engagement,
     name_search_dialog,
@@ -72,6 +74,13 @@ def test_the_heads_hreflang_links_go_and_the_language_switchers_stay():
     assert drop_head_alternates(page) == f"<head></head><body>{SWITCHER}</body>"
 
 
+def test_every_prose_table_takes_keyboard_focus_so_a_reader_can_scroll_it_on_a_phone():
+    html = focusable_tables(label_table_rows(render(PLAIN) + render(COMPARISON)))
+    assert html.count('<table tabindex="0">') == 2 and "<table>" not in html
+    demo = '<table class="pd-demo__table" tabindex="0"><tr><td>1</td></tr></table>'
+    assert focusable_tables(demo) == demo  # the demos' and the appendix's own tables are left as they are
+
+
 def test_the_search_dialog_is_named_by_its_placeholder_in_the_pages_language():
     named = name_search_dialog(SEARCH)
     assert '<div class="md-search" data-md-component="search" role="dialog" aria-label="搜索">' in named
@@ -84,4 +93,4 @@ def test_the_markup_hook_applies_every_patch_to_each_finished_page():
     patched = markup_hook.on_post_page(page, page=None, config=None)
     assert "hreflang" not in patched and 'aria-label="搜索">' in patched and "data-pd-theme-script" in patched
     table = markup_hook.on_page_content(render(COMPARISON), page=None, config=None, files=None)
-    assert '<th scope="row">Runs</th>' in table
+    assert '<th scope="row">Runs</th>' in table and '<table tabindex="0">' in table

@@ -1,4 +1,5 @@
-"""The site as published: built with the real pretrained model (downloaded once into the per-user cache)."""
+"""The site as published: built with the real pretrained model (downloaded once into the per-user cache), in the
+background from the moment the run has collected these tests (tests/conftest.py), with the quick sweep."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SiteBuild, build_site
+from tests.conftest import SiteBuild, wait_for_real_site
 
-pytestmark = [pytest.mark.real_model, pytest.mark.build, pytest.mark.xdist_group("real-model-site")]
+pytestmark = [pytest.mark.real_model, pytest.mark.build]
 
 
 @pytest.fixture(scope="module")
-def real_site(tmp_path_factory: pytest.TempPathFactory) -> SiteBuild:
-    return build_site(tmp_path_factory.mktemp("real-site"), model="smollm2-135m")
+def real_site(request: pytest.FixtureRequest) -> SiteBuild:
+    return wait_for_real_site(request.config)
 
 
 def _demo_data(site: Path, page: str, kind: str) -> dict:

@@ -89,7 +89,7 @@ function labels(result, build, text, format) {
       rows: format.number(result.head_rows_measured, 0), vocab: format.number(result.vocab_size, 0) })];
   const shape = result.gemm_shape;
   lines.push(text("device.label_ceilings", { shape: `(${shape.T} × ${shape.K}) · (${shape.K} × ${shape.N})`,
-    runs: result.ceiling_runs, megabytes: format.number(result.stream_bytes / 1e6, 0) }));
+    compute_runs: result.compute_runs, runs: result.ceiling_runs, megabytes: format.number(result.stream_bytes / 1e6, 0) }));
   if (result.ceiling_exceeded.length) lines.push(text("device.label_ceiling_exceeded", { which: result.ceiling_exceeded.join(", ") }));
   if (result.fixed_wait_ms > 0) lines.push(text("device.label_fixed_wait", { ms: format.ms(result.fixed_wait_ms) }));
   if (result.backend === "wasm" && result.workers > 1) lines.push(text("device.label_no_shared_memory"));

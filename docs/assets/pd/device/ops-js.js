@@ -158,23 +158,28 @@ export class JsOps {
 
   // --- the device's ceilings, as this backend reaches them ----------------------------------------
 
-  /** Seconds of one n×n by n×n product (2n³ FLOPs) with this backend's matmul, buffers from the arena. */
-  async gemmSeconds(n, repeats) {
-    const a = this.weights(n * n, 1, 1);
-    const b = this.weights(n * n, 2, 1);
-    const c = this.zeros(n * n);
-    this.matmul(a, b, c, n, n, n, false); // warm-up: the JIT compiles the kernel
+  /**
+   * Seconds of each run of a (T × K) by (K × N) product (2·T·N·K FLOPs) with this backend's matmul, buffers from
+   * the arena: `most` runs, fewer once they have taken `capS` (never fewer than `least`), after a warm-up run
+   * (the JIT compiles the kernel) when `warmUp`.
+   */
+  async gemmTimes({ T, N, K }, { most = 1, least = 1, capS = Infinity, warmUp = true } = {}) {
+    const a = this.weights(T * K, 1, 1);
+    const b = this.weights(N * K, 2, 1);
+    const c = this.zeros(T * N);
+    if (warmUp) this.matmul(a, b, c, T, N, K, false);
     const times = [];
-    for (let r = 0; r < repeats; r += 1) {
+    for (let total = 0; times.length < most && (times.length < least || total < capS);) {
       const start = performance.now();
-      this.matmul(a, b, c, n, n, n, false);
+      this.matmul(a, b, c, T, N, K, false);
       times.push((performance.now() - start) / 1000);
+      total += times[times.length - 1];
     }
     this.reset();
-    return median(times);
+    return times;
   }
 
-  /** Seconds to read `bytes` once (a sum over a buffer far larger than the caches), median of repeats. */
+  /** Seconds to read `bytes` once (a sum over a buffer far larger than the caches), the best of repeats. */
   async streamSeconds(bytes, repeats) {
     const data = this.ones(Math.floor(bytes / 4));
     sumAll(data.subarray(0, 1 << 16)); // warm-up
@@ -187,7 +192,7 @@ export class JsOps {
     }
     this.reset();
     if (!(total > 0)) throw new Error("stream benchmark read nothing");
-    return median(times);
+    return Math.min(...times);
   }
 }
 

@@ -210,7 +210,7 @@ export class WasmOps {
     }
     await this.all((shard) => shard.call({ op: "scratch_free" }));
     const flops = 2 * T * N * K * this.workers;
-    return { gflops: flops / Math.min(...times) / 1e9, times, shape: { T, N: N * this.workers, K } };
+    return { gflops: flops / Math.min(...times) / 1e9, times, runs: times.length, shape: { T, N: N * this.workers, K } };
   }
 
   /**

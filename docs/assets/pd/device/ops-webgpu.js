@@ -234,21 +234,23 @@ export class WebGpuOps {
 
   // --- the device's ceilings, as this backend reaches them ----------------------------------------
 
-  async gemmSeconds(n, repeats) {
-    const a = this.weights(n * n, 1, 1);
-    const b = this.weights(n * n, 2, 1);
-    const c = this.zeros(n * n);
-    this.matmul(a, b, c, n, n, n, false);
-    await this.finish(); // warm-up (and the fills)
+  /** As ops-js.js's: each run's seconds of a (T × K) by (K × N) product, the fills done before the first. */
+  async gemmTimes({ T, N, K }, { most = 1, least = 1, capS = Infinity, warmUp = true } = {}) {
+    const a = this.weights(T * K, 1, 1);
+    const b = this.weights(N * K, 2, 1);
+    const c = this.zeros(T * N);
+    if (warmUp) this.matmul(a, b, c, T, N, K, false);
+    await this.finish(); // the fills (and the warm-up)
     const times = [];
-    for (let r = 0; r < repeats; r += 1) {
+    for (let total = 0; times.length < most && (times.length < least || total < capS);) {
       const start = performance.now();
-      this.matmul(a, b, c, n, n, n, false);
+      this.matmul(a, b, c, T, N, K, false);
       await this.finish();
       times.push((performance.now() - start) / 1000);
+      total += times[times.length - 1];
     }
     this.reset();
-    return median(times);
+    return times;
   }
 
   async streamSeconds(bytes, repeats) {
@@ -266,6 +268,6 @@ export class WebGpuOps {
       times.push((performance.now() - start) / 1000);
     }
     this.reset();
-    return median(times);
+    return Math.min(...times); // the best run, as every ceiling
   }
 }

@@ -62,6 +62,7 @@ export function deviceResult(run) {
     gemm_shape: peaks.compute.shape,
     stream_bytes: peaks.stream.bytes,
     ceiling_runs: run.ceilingRuns,
+    compute_runs: run.computeRuns,
     ceiling_exceeded: exceeded,
     fixed_wait_ms: fixedMs,
     ridge,
