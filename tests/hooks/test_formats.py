@@ -41,6 +41,13 @@ def test_decode_speeds_up_with_the_bytes_and_the_figures_say_how_much(measuremen
     assert figure(measurements, "formats.bits@q4").text == "5.0"
 
 
+def test_a_format_slower_than_f32_shows_two_decimals_not_a_rounded_one():
+    from hooks.demos.format_figures import ratio_text
+
+    assert ratio_text(0.94, "en") == "0.94×" and ratio_text(0.026, "zh") == "0.03 倍"
+    assert ratio_text(3.76, "en") == "3.8×"
+
+
 def test_prefill_and_accuracy_beside_speed(measurements):
     assert figure(measurements, "formats.prefill_ratio@q4").value == pytest.approx(1.0)
     assert figure(measurements, "formats.ttft_ms@f32").text == "1,024 ms"  # at the decode's context, 512 tokens

@@ -16,7 +16,7 @@ from hooks.demos import formatting as fmt
 from hooks.demos.blocks import DemoBlock
 from hooks.demos.builders.common import Demo, base, fallback, measured_source
 from hooks.demos.figures import formats as format_figures
-from hooks.demos.format_figures import byte_shrink, kl_text, prefill_at, reference_tokens
+from hooks.demos.format_figures import byte_shrink, kl_text, prefill_at, ratio_text, reference_tokens
 from hooks.demos.measurements import Measurements
 from hooks.demos.strings import Strings
 
@@ -41,11 +41,11 @@ def format_rows(result: dict[str, Any], strings: Strings) -> list[dict[str, Any]
         readouts = [
             [strings["formats.bits"], fmt.number(row["bits_per_weight"], lang, 1)],
             [strings["formats.weights"], fmt.megabytes(row["weight_bytes"], lang)],
-            [strings["formats.bytes_shrink"], fmt.times(shrink, lang)],
+            [strings["formats.bytes_shrink"], ratio_text(shrink, lang)],
             [strings["formats.tps"], strings.format("formats.vs_f32", value=fmt.tps(row["tps"], lang),
-                                                    ratio=fmt.times(speedup, lang))],
+                                                    ratio=ratio_text(speedup, lang))],
             [strings.format("formats.ttft", tokens=fmt.count(tokens, lang)),
-             strings.format("formats.vs_f32", value=fmt.ms(prefill["ms"], lang), ratio=fmt.times(prefill_ratio, lang))],
+             strings.format("formats.vs_f32", value=fmt.ms(prefill["ms"], lang), ratio=ratio_text(prefill_ratio, lang))],
             [strings["formats.bandwidth_util"], fmt.percent(row["decode"]["bandwidth_utilization"], lang)],
             [strings["formats.top1"], fmt.percent(row["top1_agreement"], lang)],
             [strings["formats.kl"], kl_text(row["mean_kl"], lang)],
@@ -77,9 +77,9 @@ def published(projections: dict[str, Any], strings: Strings) -> dict[str, Any]:
             rows.append([f"{decode['device_name']} · {decode['model_name']}", decode["precision_name"],
                          fmt.number(decode["bits_per_weight"], lang, 1),
                          fmt.tps(decode["bound_tps"], lang), fmt.tps(decode["published_tps"], lang),
-                         fmt.times(decode["published_tps"] / base_row["decode"]["published_tps"], lang),
+                         ratio_text(decode["published_tps"] / base_row["decode"]["published_tps"], lang),
                          fmt.tps(prefill["published_tps"], lang),
-                         fmt.times(prefill["published_tps"] / base_row["prefill"]["published_tps"], lang)])
+                         ratio_text(prefill["published_tps"] / base_row["prefill"]["published_tps"], lang)])
             for run in (decode, prefill):
                 title = run["source"].get("title")
                 if title and title not in sources:
