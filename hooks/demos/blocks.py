@@ -17,7 +17,8 @@ import yaml
 from hooks.authoring import AuthoringMistake
 from hooks.markdown_blocks import Fence, demo_fences
 
-KINDS: tuple[str, ...] = ("conversation", "prefill", "decode", "timeline", "roofline", "recap", "device", "batching")
+KINDS: tuple[str, ...] = ("conversation", "prefill", "decode", "timeline", "roofline", "recap", "device", "batching",
+                          "formats")
 # Kinds that record a prompt (and so need one).
 RECORDING_KINDS: frozenset[str] = frozenset({"conversation", "prefill", "decode"})
 
@@ -33,6 +34,7 @@ KIND_OPTIONS: dict[str, tuple[str, ...]] = {
     "recap": ("prompt", "prompt_lengths"),
     "device": ("prompt",),  # measured in the reader's browser, on a press; nothing recorded here
     "batching": ("prompt", "projections"),  # measured on synthetic caches; `projections`: the knees shown
+    "formats": ("prompt",),  # measured on synthetic prompts and the chapter prompt's answer; nothing recorded
 }
 DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {"conversation": 64, "prefill": 1, "decode": 32}
 MAX_NEW_TOKENS_RANGE = (1, 256)

@@ -44,6 +44,10 @@ GLOBAL_NAMES: dict[str, str] = {
     "batch.prompt_tokens": "", "batch.chunk_tokens": "", "batch.stall_ms": "unchunked|chunked",
     "batch.ttft_ms": "unchunked|chunked", "batch.stall_reduction": "", "batch.decode_rows": "",
     "batch.mixed_ms": "", "batch.separate_ms": "",
+    "formats.context_tokens": "", "formats.prompt_tokens": "", "formats.accuracy_steps": "", "formats.four_bit": "",
+    **{f"formats.{key}": "FORMAT" for key in (
+        "name", "bits", "weight_mb", "step_mb", "byte_shrink", "decode_ms", "tps", "decode_speedup", "decode_share",
+        "ttft_ms", "prefill_ratio", "bandwidth_util", "compute_util", "decode_intensity", "top1", "kl")},
     "pub.published_tps": "ID", "pub.bound_tps": "ID", "pub.fraction": "ID", "pub.source": "ID",
 }
 PAGE_NAMES: dict[str, str] = {

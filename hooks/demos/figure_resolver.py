@@ -1,7 +1,8 @@
 """Each figure name resolved to one `Figure`: its raw number (what a checked claim's condition compares,
 see hooks/claims/), the text `{{ }}` prints, and its source; the condition and the printed figure
 therefore never disagree. The numbers are derived here from the measurements (sweep, roofline, cache,
-projections); the batching chapter's come from hooks/demos/batch_figures.py.
+projections); the batching chapter's come from hooks/demos/batch_figures.py, the weight formats' from
+hooks/demos/format_figures.py.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hooks.demos import batch_figures
+from hooks.demos import batch_figures, format_figures
 from hooks.demos import formatting as fmt
 from hooks.demos.figure_names import GLOBAL_NAMES, PAGE_NAMES, PID, Figure, parse_ref
 from hooks.demos.readouts import projection_rows
@@ -147,6 +148,9 @@ class FigureResolver:
 
     def _batch(self, key: str, arg: str | None) -> Figure:
         return batch_figures.figure(key, arg, self.m.batch(), self.lang)
+
+    def _formats(self, key: str, arg: str | None) -> Figure:
+        return format_figures.figure(key, arg, self.m.formats(), self.lang)
 
     def _proj(self, key: str, arg: str | None) -> Figure:
         if key.startswith("knee") or key == "ridge":

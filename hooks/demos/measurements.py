@@ -61,6 +61,21 @@ BATCH_SIZES = {"default": BatchSizes(),
                                   two_users_chunk_tokens=32)}
 
 
+@dataclass(frozen=True)
+class FormatSizes:
+    """What the bytes-per-weight section measures: each format's prefill at these prompt lengths (TTFT), its
+    decode steps after `context_tokens`, and its accuracy over `accuracy_steps` teacher-forced answer tokens.
+    The build keeps to two prompt lengths so the four formats add well under a minute to a cold build
+    (`python -m simulations formats` measures 2048 tokens too)."""
+
+    prompt_lengths: tuple[int, ...] = (128, 512)
+    context_tokens: int = 512
+    accuracy_steps: int = 64
+
+
+FORMAT_SIZES = FormatSizes()
+
+
 def batch_sizes_for(model: str | None) -> BatchSizes:
     """The batching chapter's sizes for a PD_MODEL value (None: the default model)."""
     return BATCH_SIZES["tiny" if model == "tiny" else "default"]
@@ -151,6 +166,21 @@ class Measurements:
             lambda: self.simulator.batch(**asdict(sizes), repeats=s.repeats, peaks=peaks, one_user_ms=one_user_ms,
                                          progress=progress_logger("batch")),
             **asdict(sizes), repeats=s.repeats, peaks=peaks, one_user_ms=one_user_ms)
+
+    def formats(self) -> dict[str, Any]:
+        """The same model in F32, F16, Q8_0 and its 4-bit format: TTFT, decode, accuracy and each format's
+        place on the roofline (schema prefill-decode-formats/1), with the roofline's peaks, so the
+        section's ridge point is the chapter's."""
+        s, sizes = self.settings, FORMAT_SIZES
+        machine = self.roofline()["machine"]
+        peaks = {"peak_gflops": machine["peak_gflops"], "peak_gbps": machine["peak_gbps"]}
+        label = f"weight formats F32, F16, Q8_0 and 4-bit ({s.name}) on {self.simulator.model_name}"
+        inputs = {"prompt_lengths": list(sizes.prompt_lengths), "context_tokens": sizes.context_tokens,
+                  "accuracy_steps": sizes.accuracy_steps, "decode_steps": s.decode_steps, "repeats": s.repeats}
+        return self._cached(
+            "formats", label,
+            lambda: self.simulator.formats(**inputs, peaks=peaks, progress=progress_logger("formats")),
+            **inputs, peaks=peaks)
 
     def projections(self, prompt_lengths: tuple[int, ...] | list[int] = DEFAULT_PROMPT_LENGTHS) -> dict[str, Any]:
         lengths = list(prompt_lengths)

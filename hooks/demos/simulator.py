@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import simulations
-from simulations import batch, cost, loader, projections, roofline, sweep, trace
+from simulations import batch, cost, formats, loader, projections, roofline, sweep, trace
 
 Progress = Callable[[str, "float | None"], None]
 
@@ -84,3 +84,9 @@ class NumpySimulator:
         """simulations.batch.measure on the loaded model (a BatchSizes' fields, repeats, peaks, progress):
         batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/2)."""
         return batch.measure(self.model, **settings)
+
+    def formats(self, **settings: Any) -> dict[str, Any]:
+        """simulations.formats.measure on the loaded model (prompt lengths, context, decode steps, repeats,
+        accuracy steps, peaks, progress): the same model in F32, F16, Q8_0 and its 4-bit format (schema
+        prefill-decode-formats/1)."""
+        return formats.measure(self.model, **settings)

@@ -27,7 +27,7 @@ from tests.browser.tour import VIEWS
 
 pytestmark = pytest.mark.browser
 
-PLAYED_KINDS = ["conversation", "prefill", "decode", "timeline", "roofline"]
+PLAYED_KINDS = ["conversation", "prefill", "decode", "timeline", "roofline", "formats"]
 STILL_KINDS = ["recap"]  # one chart and nothing to play
 UA_FACE = "rgb(239, 239, 239)"  # the browser's own button face: a control nobody styled
 # (Plotly's own controls, counted by the tour: .updatemenu-container, .updatemenu-button, .slider-container)
@@ -214,7 +214,7 @@ def test_a_stepper_plays_to_its_end_when_frame_times_lag_behind_the_press(open_p
 
 
 @pytest.mark.parametrize("lang", LANGS)
-@pytest.mark.parametrize("kind", ["timeline", "roofline"])
+@pytest.mark.parametrize("kind", ["timeline", "roofline", "formats"])
 def test_a_steppers_controls_fit_a_320_px_phone(open_page, lang, kind):
     """The prompt-length player wraps its controls (Play, steps, the named scrubber and its value) on a phone."""
     page, log, demo = open_demo(open_page, lang, kind, query="", viewport={"width": 320, "height": 800})

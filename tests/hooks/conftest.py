@@ -47,6 +47,10 @@ class CountingSimulator(NumpySimulator):
         return fake_batch(batch_sizes=batch_sizes, context_tokens=context_tokens, chunk_sizes=chunk_sizes,
                           two_users_prompt_tokens=two_users_prompt_tokens, two_users_chunk_tokens=two_users_chunk_tokens)
 
+    def formats(self, *, prompt_lengths: list[int], context_tokens: int, accuracy_steps: int, **_: Any) -> dict[str, Any]:
+        self.calls.append("formats")
+        return fake_formats(prompt_lengths=prompt_lengths, context_tokens=context_tokens, accuracy_steps=accuracy_steps)
+
     def roofline(self, *, prompt_tokens: int, **_: Any) -> dict[str, Any]:
         self.calls.append("roofline")
 
@@ -104,6 +108,32 @@ def fake_batch(*, batch_sizes: list[int], context_tokens: int, chunk_sizes: list
                       "unchunked": {"stall_ms": 400.0, "ttft_ms": 400.0, "events": events(400.0, False)},
                       "chunked": {"stall_ms": 30.0, "ttft_ms": 80.0, "events": events(400.0, True)}},
     }
+
+
+def fake_formats(*, prompt_lengths: list[int], context_tokens: int, accuracy_steps: int) -> dict[str, Any]:
+    """A hand-made result of the formats measurement's contract ("prefill-decode-formats/1"): 500 MB of F32
+    weights decoded in 20 ms a step; F16 and Q8_0 as much faster as their bytes shrink, Q4_1 only 1.25 times
+    (what an arithmetic-bound kernel gives); prefill the same in every format; accuracy falling with the bits."""
+    peaks = {"peak_gflops": 200.0, "peak_gbps": 25.0}
+    flops = 2 * 125e6
+
+    def point(ms: float, nbytes: float, work: float) -> dict[str, Any]:
+        gflops, gbps = work / ms / 1e6, nbytes / ms / 1e6
+        return {"ms": ms, "flops": work, "bytes": nbytes, "gflops": gflops, "gbps": gbps, "intensity": work / nbytes,
+                "compute_utilization": gflops / peaks["peak_gflops"], "bandwidth_utilization": gbps / peaks["peak_gbps"]}
+
+    rows = []
+    for fmt, bits, decode_ms, top1, kl in (("f32", 32.0, 20.0, 1.0, 0.0), ("f16", 16.0, 10.0, 1.0, 1e-6),
+                                           ("q8_0", 8.5, 5.5, 0.984375, 0.0021), ("q4_1", 5.0, 16.0, 0.90625, 0.061)):
+        nbytes = 125e6 * bits / 8
+        rows.append({"name": fmt.upper(), "format": fmt, "bits_per_weight": bits, "weight_bytes": int(nbytes),
+                     "decode_ms_per_token": decode_ms, "tps": 1000 / decode_ms, "bytes_per_step": nbytes,
+                     "decode": point(decode_ms, nbytes, flops),
+                     "prefill": [{"prompt_tokens": n, **point(2.0 * n, nbytes, flops * n)} for n in prompt_lengths],
+                     "top1_agreement": top1, "mean_kl": kl})
+    return {"schema": "prefill-decode-formats/1", "prompt_lengths": list(prompt_lengths),
+            "context_tokens": context_tokens, "formats": rows,
+            "accuracy": {"prompt": "Explain quantum computing in three sentences.", "steps": accuracy_steps}}
 
 
 @pytest.fixture

@@ -73,7 +73,7 @@ def cold_and_warm(tmp_path_factory: pytest.TempPathFactory) -> ColdAndWarm:
     """A project with an empty cache of its own, built twice: from the cold cache, then from the warm one."""
     root = tmp_path_factory.mktemp("builds")
     config = make_project(root / "project", own_cache=True)
-    # The machine's timings (sweep, roofline, batching) as measured once, alone, before the tests (.ci/run):
+    # The machine's timings (sweep, roofline, batching, weight formats) as measured once, alone, before the tests (.ci/run):
     # measured again here, under the tests' load, they could fail a checked claim. Every trace is simulated.
     (root / "project" / ".cache" / "traces").mkdir(parents=True)
     for measured in filter(_is_timing, (REPO / ".cache" / "traces").glob("*.json")):
@@ -93,7 +93,7 @@ def test_a_build_from_a_cold_cache_matches_one_from_the_warm_cache(cold_and_warm
     assert differing_files(cold.path, warm.path) == []
 
 
-TIMINGS = ("sweep", "roofline", "batched")  # the labels of cached measurements of the machine's speed
+TIMINGS = ("sweep", "roofline", "batched", "weight formats")  # labels of cached measurements of the machine's speed
 
 
 def _is_timing(path: Path) -> bool:

@@ -7,7 +7,7 @@ import { afterPaint } from "./schedule.js";
 import "./palette.js";
 import "./theme.js";
 
-const KINDS = new Set(["conversation", "prefill", "decode", "timeline", "roofline", "recap", "device", "batching"]);
+const KINDS = new Set(["conversation", "prefill", "decode", "timeline", "roofline", "recap", "device", "batching", "formats"]);
 const NEAR_VIEW = "600px 0px";
 
 async function mount(demo) {

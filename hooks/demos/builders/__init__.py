@@ -10,7 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hooks.demos.blocks import DemoBlock
-from hooks.demos.builders import batching, conversation, decode, device, prefill, recap, roofline, timeline
+from hooks.demos.builders import (
+                                  batching,
+                                  conversation,
+                                  decode,
+                                  device,
+                                  formats,
+                                  prefill,
+                                  recap,
+                                  roofline,
+                                  timeline,
+)
 from hooks.demos.builders.common import Demo
 from hooks.demos.measurements import Measurements
 from hooks.demos.strings import Strings
@@ -18,4 +28,4 @@ from hooks.demos.strings import Strings
 Builder = Callable[[DemoBlock, Measurements, Strings], Demo]
 
 BUILDERS: dict[str, Builder] = {module.__name__.rsplit(".", 1)[1]: module.build for module in (
-    conversation, prefill, decode, timeline, roofline, recap, batching, device)}
+    conversation, prefill, decode, timeline, roofline, recap, batching, device, formats)}
