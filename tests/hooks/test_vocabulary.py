@@ -48,6 +48,9 @@ def test_every_entry_has_one_predicate_a_meaning_and_words_in_both_languages():
     ("slightly(1.19)", True), ("slightly(1.6)", False), ("close_to(6.7, 8)", False), ("close_to(7.5, 8)", True),
     ("far_below(14, 295)", True), ("far_below(200, 295)", False), ("far_above(27, 1)", True),
     ("faster(864, 905)", False), ("about_the_same(864, 905)", True), ("faster(700, 905)", True),
+    # a mixed step of 3,921 ms against 3,541 ms apart: 1.107 times, neither faster by 10% of the longer nor
+    # "within 10%" by the ratio, until about_the_same became exactly "neither is faster"
+    ("about_the_same(3921, 3541)", True), ("faster(3541, 3921)", False), ("about_the_same(3921, 3500)", False),
     ("full_load(0.9)", True), ("full_load(0.85)", False), ("idle(0.05)", True), ("most_of(0.51)", True),
     ("memory_bound(0.5, 6)", True), ("compute_bound(0.5, 6)", False),
 ])
