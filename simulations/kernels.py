@@ -312,6 +312,7 @@ def _dequantize_q4(blocks, with_min, out):  # pragma: no cover -- compiled
 # --- one new token attending over its cache, for several sequences --------------------------------
 
 TOKENS_PER_PART = 256  # the shortest part of a context one core attends over on its own
+KEYS_AT_ONCE = 4  # keys (and values) one pass of the inner loops takes
 
 
 def one_token_attention(q: np.ndarray, keys: np.ndarray, values: np.ndarray, layer: int, first_slot: int,
@@ -324,13 +325,40 @@ def one_token_attention(q: np.ndarray, keys: np.ndarray, values: np.ndarray, lay
     """
     n, heads, hd = q.shape
     kv_heads = keys.shape[2]
-    # Enough parts per (sequence, KV head) to give every core several, none shorter than TOKENS_PER_PART.
-    wanted = -(-4 * numba.get_num_threads() // (n * kv_heads))
-    parts = max(1, min(wanted, -(-int(lengths.max()) // TOKENS_PER_PART)))
+    parts = _parts(n * kv_heads, int(lengths.max()), numba.get_num_threads())
     out = np.empty((n, heads, hd), dtype=F32)
     _one_token_attention(np.ascontiguousarray(q, dtype=F32), keys, values, layer, first_slot,
                          np.asarray(lengths, dtype=np.int64), parts, F32(1 / math.sqrt(hd)), out)
     return out.reshape(n, heads * hd)
+
+
+def _parts(pairs: int, longest: int, threads: int) -> int:
+    """How many parts each (sequence, KV head) pair's context is split into: enough for several jobs per core,
+    none shorter than TOKENS_PER_PART, and a whole number of jobs per core when the pairs alone do not give one
+    (one user's 3 KV heads in 3 parts made 9 jobs for 2 cores: one core did 5 while the other waited)."""
+    most = max(1, -(-longest // TOKENS_PER_PART))
+    wanted = min(most, -(-4 * threads // pairs))
+    for parts in range(max(1, wanted), most + 1):
+        if pairs * parts % threads == 0:
+            return parts
+    return max(1, wanted)
+
+
+@njit(fastmath=FAST, inline="always")
+def _exp_of_non_positive(x):  # pragma: no cover -- compiled
+    """exp(x) for x <= 0 as (2^f as a polynomial, the bits of 2^n), x = (n + f) ln 2, 0 <= f < 1: a loop of these
+    vectorises, where one of libm's expf per score does not (a fifth of the kernel's time). Relative error
+    below 2e-7; the caller multiplies the two after viewing the bits as float32 (2^n, down to 2^-126)."""
+    t = max(x * F32(1.442695), F32(-126))
+    whole = math.floor(t)
+    f = t - whole
+    p = F32(1.8775767e-3)
+    p = p * f + F32(8.9893397e-3)
+    p = p * f + F32(5.5826318e-2)
+    p = p * f + F32(2.4015361e-1)
+    p = p * f + F32(6.9315308e-1)
+    p = p * f + F32(9.9999994e-1)
+    return p, (np.int32(whole) + np.int32(127)) << np.int32(23)
 
 
 @njit(parallel=True, fastmath=FAST, cache=True)
@@ -353,28 +381,62 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, sca
             part_max[job, :] = 0
             continue  # nothing left for this part: its sum stays 0, so it weighs nothing below
         k, v = keys[layer, slot, group], values[layer, slot, group]  # (max_tokens, hd)
-        scores = np.empty((rep, stop - start), dtype=np.float32)
-        for j in range(start, stop):  # each key row read once, for every query head that shares it
+        m = stop - start
+        mine = np.empty((rep, hd), dtype=np.float32)  # this group's query heads, scaled
+        for r in range(rep):
+            for d in range(hd):
+                mine[r, d] = q[seq, group * rep + r, d] * scale
+        # Scores: each key row read once for every query head that shares it; KEYS_AT_ONCE keys per pass give
+        # the multiply-adds independent chains (one key at a time waits on each sum's latency).
+        scores = np.empty((rep, m), dtype=np.float32)
+        grouped = m - m % KEYS_AT_ONCE  # keys taken KEYS_AT_ONCE at a time; the rest one by one
+        for j in range(0, grouped, KEYS_AT_ONCE):
+            k0, k1, k2, k3 = k[start + j], k[start + j + 1], k[start + j + 2], k[start + j + 3]
+            for r in range(rep):
+                qr = mine[r]
+                s0, s1, s2, s3 = np.float32(0), np.float32(0), np.float32(0), np.float32(0)
+                for d in range(hd):
+                    s0 += qr[d] * k0[d]
+                    s1 += qr[d] * k1[d]
+                    s2 += qr[d] * k2[d]
+                    s3 += qr[d] * k3[d]
+                scores[r, j], scores[r, j + 1], scores[r, j + 2], scores[r, j + 3] = s0, s1, s2, s3
+        for j in range(grouped, m):
             for r in range(rep):
                 s = np.float32(0)
                 for d in range(hd):
-                    s += q[seq, group * rep + r, d] * k[j, d]
-                scores[r, j - start] = s * scale
+                    s += mine[r, d] * k[start + j, d]
+                scores[r, j] = s
+        # Softmax numerators, exp(score - max), and their sum.
+        powers = np.empty(m, dtype=np.int32)
         for r in range(rep):
-            top = scores[r, 0]
-            for j in range(1, stop - start):
-                top = max(top, scores[r, j])
-            total = np.float32(0)
-            for j in range(stop - start):
-                e = np.exp(scores[r, j] - top)
-                scores[r, j] = e
-                total += e
+            row = scores[r]
+            top = row[0]
+            for j in range(1, m):
+                top = max(top, row[j])
+            for j in range(m):
+                row[j], powers[j] = _exp_of_non_positive(row[j] - top)
+            scales, total = powers.view(np.float32), np.float32(0)
+            for j in range(m):
+                row[j] *= scales[j]
+                total += row[j]
             part_max[job, r], part_sum[job, r] = top, total
-        for j in range(start, stop):  # each value row read once, likewise
+        # Weighted values: each value row read once likewise; KEYS_AT_ONCE rows per pass store the sums a quarter
+        # as often (one row at a time, every multiply-add waited on the last one's store).
+        mixed = np.zeros((rep, hd), dtype=np.float32)
+        for j in range(0, grouped, KEYS_AT_ONCE):
+            v0, v1, v2, v3 = v[start + j], v[start + j + 1], v[start + j + 2], v[start + j + 3]
             for r in range(rep):
-                weight = scores[r, j - start]
+                w0, w1, w2, w3 = scores[r, j], scores[r, j + 1], scores[r, j + 2], scores[r, j + 3]
+                sums = mixed[r]
                 for d in range(hd):
-                    part_out[job, r, d] += weight * v[j, d]
+                    sums[d] += w0 * v0[d] + w1 * v1[d] + w2 * v2[d] + w3 * v3[d]
+        for j in range(grouped, m):
+            for r in range(rep):
+                weight = scores[r, j]
+                for d in range(hd):
+                    mixed[r, d] += weight * v[start + j, d]
+        part_out[job] = mixed
     # Combine the parts: rescale each by exp(its max - the overall max). A few thousand multiply-adds, on one
     # core: a second parallel region would cost more to start than the work.
     for head_index in range(n * heads):
