@@ -1,4 +1,4 @@
-"""Decode's two hot spots, compiled with numba: what an inference engine's CPU kernels do, beside the model.
+"""Decode's hot spots, compiled with numba: what an inference engine's CPU kernels do, beside the model.
 
 `model.py` stays the readable numpy definition and calls these behind its own functions:
 
@@ -10,6 +10,8 @@
   KV cache. Each cached key and value row is read once for all the query heads that share it
   (grouped-query attention), in parallel over sequences × KV heads × parts of the context, each part's
   softmax combined by its running maximum (a numerically stable "flash-decoding" split).
+- element-wise work: a decode step's rms_norm and RoPE (one call instead of numpy's several), and exp for
+  every size (prefill's softmax, the MLP gate's sigmoid), whose numpy float32 version is not vectorised here.
 
 PD_KERNELS=numpy selects the pure numpy path instead: the reference every kernel is tested against, and
 what `machine_info()` names on every trace and page. Compiled code is cached in the per-user cache
@@ -344,23 +346,6 @@ def _parts(pairs: int, longest: int, threads: int) -> int:
     return max(1, wanted)
 
 
-@njit(fastmath=FAST, inline="always")
-def _exp_of_non_positive(x):  # pragma: no cover -- compiled
-    """exp(x) for x <= 0 as (2^f as a polynomial, the bits of 2^n), x = (n + f) ln 2, 0 <= f < 1: a loop of these
-    vectorises, where one of libm's expf per score does not (a fifth of the kernel's time). Relative error
-    below 2e-7; the caller multiplies the two after viewing the bits as float32 (2^n, down to 2^-126)."""
-    t = max(x * F32(1.442695), F32(-126))
-    whole = math.floor(t)
-    f = t - whole
-    p = F32(1.8775767e-3)
-    p = p * f + F32(8.9893397e-3)
-    p = p * f + F32(5.5826318e-2)
-    p = p * f + F32(2.4015361e-1)
-    p = p * f + F32(6.9315308e-1)
-    p = p * f + F32(9.9999994e-1)
-    return p, (np.int32(whole) + np.int32(127)) << np.int32(23)
-
-
 @njit(parallel=True, fastmath=FAST, cache=True)
 def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, scale, out):  # pragma: no cover
     n, heads, hd = q.shape
@@ -415,7 +400,9 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, sca
             for j in range(1, m):
                 top = max(top, row[j])
             for j in range(m):
-                row[j], powers[j] = _exp_of_non_positive(row[j] - top)
+                fraction, power = _exp_parts(row[j] - top)
+                row[j] = fraction
+                powers[j] = power
             scales, total = powers.view(np.float32), np.float32(0)
             for j in range(m):
                 row[j] *= scales[j]
@@ -460,11 +447,77 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, sca
             out[seq, head, d] /= total
 
 
-# --- a decode step's element-wise work, for a few rows ------------------------------------------------
+# --- element-wise work ---------------------------------------------------------------------------------
 # rms_norm and RoPE are a handful of numpy calls each on 576 floats: 10-30 µs of call overhead each time, some 2
 # ms of a one-user step at 512 tokens (its weights stream in about 17). Compiled, one call each; one core, no
-# threads. The MLP's gate stays numpy's: its tanh is vectorised there, and a compiled loop calling tanhf per
-# element was 1.7-3.7 times slower (23 against 14 µs for one row, 370 against 107 for sixteen).
+# threads. exp (the softmax's numerators, the MLP gate's sigmoid) is compiled for every size: numpy's float32
+# exp and tanh run about 2 ns an element here (not vectorised on AVX2), a third of a 2048-token prefill's
+# attention and a tenth of the whole. They release the GIL: prefill calls them from each core's thread.
+
+@njit(fastmath=FAST, inline="always")
+def _exp_parts(x):  # pragma: no cover -- compiled
+    """exp(x) as two factors, 2^f (a polynomial) and the bits of 2^n, where x log2(e) = n + f, |f| <= 1/2.
+
+    The caller stores the bits, views them as float32 and multiplies (numba has no bit cast of one value):
+    written so, a loop of these vectorises, where libm's expf is one call per element. Relative error 3e-7
+    for -3 < x <= 0 (numpy's: 2e-7) and within 1e-6 for |x| < 20 (the float32 rounding of x log2(e));
+    exp(0) is exactly 1. Below 2^-126 (x < -87.3) the bits are those of 0.0, so exp(-inf) is exactly 0;
+    above 2^127.5 (x > 88.4) it saturates at 2.4e38, never inf."""
+    t = min(max(x * F32(1.442695), F32(-127.5)), F32(127.49))
+    biased = np.int32(t + F32(127.5))  # n + 127, n the nearest integer: truncation is the floor, t + 127.5 >= 0
+    # From t, not from t + 127.5 (that sum keeps 16 bits of f). Each int32 spelled out: numba makes int32 - int32
+    # an int64, and AVX2 converts no int64 vector to float (the loop ran 2.5 times slower).
+    f = t - F32(np.int32(biased - np.int32(127)))
+    p = F32(1.535336188319500e-4)  # 2^f on [-1/2, 1/2], Cephes' exp2f polynomial, Horner form
+    p = p * f + F32(1.339887440266574e-3)
+    p = p * f + F32(9.618437357674640e-3)
+    p = p * f + F32(5.550332471162809e-2)
+    p = p * f + F32(2.402264791363012e-1)
+    p = p * f + F32(6.931472028550421e-1)
+    p = p * f + F32(1)
+    return p, np.int32(biased << np.int32(23))  # biased 0: the bits of +0.0
+
+
+def exp_in_place(x: np.ndarray) -> np.ndarray:
+    """np.exp(x, out=x) for a C-contiguous float32 array; returns x."""
+    _exp_rows(x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1))
+    return x
+
+
+@njit(fastmath=FAST, nogil=True, cache=True)
+def _exp_rows(x):  # pragma: no cover -- compiled; tested through exp_in_place
+    powers = np.empty(x.shape[1], dtype=np.int32)
+    scales = powers.view(np.float32)
+    for t in range(x.shape[0]):  # (`for row in x` and a tuple stored at once each ran three times slower)
+        row = x[t]
+        for i in range(row.shape[0]):
+            fraction, power = _exp_parts(row[i])
+            row[i] = fraction
+            powers[i] = power
+        for i in range(row.shape[0]):
+            row[i] *= scales[i]
+
+
+def silu_gate(gate_up: np.ndarray, out: np.ndarray) -> None:
+    """out = silu(gate) * up, the SwiGLU gate, where gate_up (T, 2 d_ff) holds gate and up side by side (as
+    model.mlp's product gives them) and out is (T, d_ff); both C-contiguous, so every row is vectorised."""
+    _silu_gate(gate_up, out)
+
+
+@njit(fastmath=FAST, nogil=True, cache=True)
+def _silu_gate(gate_up, out):  # pragma: no cover -- compiled; tested through silu_gate
+    d_ff = out.shape[1]
+    powers = np.empty(d_ff, dtype=np.int32)
+    scales = powers.view(np.float32)
+    for t in range(out.shape[0]):
+        row, o = gate_up[t], out[t]
+        for i in range(d_ff):
+            fraction, power = _exp_parts(-row[i])
+            o[i] = fraction
+            powers[i] = power
+        for i in range(d_ff):  # x sigmoid(x) = x / (1 + exp(-x)); exp(-x) saturates, never inf
+            o[i] = row[i] * row[d_ff + i] / (F32(1) + o[i] * scales[i])
+
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     """model.rms_norm for a few rows."""

@@ -68,6 +68,45 @@ def test_element_wise_kernels_equal_numpy(rows, monkeypatch):
         close(got, want)
 
 
+def test_exp_equals_numpy_across_float32_and_gives_exact_zeros_and_ones():
+    """The softmax's exp: within a few float32 roundings of numpy's where scores live, exactly 1 at the maximum
+    and exactly 0 for a masked score (-inf) or one below float32's normal range; saturates, never inf."""
+    rng = np.random.default_rng(0)
+    n = 2994  # with the six special scores, 3000: rows of 100
+    scores = np.concatenate([-20 * rng.random(n, dtype=np.float32), [0, -np.inf, -104, 20, 88, 500]])
+    want = np.exp(scores.astype(np.float64))
+    got = kernels.exp_in_place(scores.astype(np.float32).reshape(-1, 100)).reshape(-1)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got[:n], want[:n], rtol=1e-6)
+    assert got[n] == 1 and got[n + 1] == 0 and got[n + 2] == 0
+    np.testing.assert_allclose(got[n + 3:n + 5], want[n + 3:n + 5], rtol=1e-4)
+    assert np.isfinite(got).all() and got[-1] > 1e38
+
+
+@pytest.mark.parametrize("rows", [1, 5, 300])
+def test_the_mlp_gate_equals_numpy(rows):
+    """silu(gate) * up, also where exp(-gate) over- and underflows (gate far from 0)."""
+    rng = np.random.default_rng(rows)
+    gate_up = 4 * rng.standard_normal((rows, 2 * 1537), dtype=np.float32)
+    gate_up[0, :4] = [-200, -90, 90, 200]
+    hidden = np.empty((rows, 1537), dtype=np.float32)
+    kernels.silu_gate(gate_up, hidden)
+    want = M.silu(gate_up[:, :1537]) * gate_up[:, 1537:]
+    assert np.isfinite(hidden).all()
+    close(hidden, want)
+
+
+@pytest.mark.parametrize("path", ["numba", "numpy"])
+def test_prefill_gives_the_same_logits_on_either_path(tiny, path, monkeypatch):
+    """Prefill's attention and MLP gate go through the compiled exp on the kernel path: same logits."""
+    ids = np.random.default_rng(5).integers(3, 259, 300)
+    monkeypatch.setenv("PD_KERNELS", path)
+    logits = prefill(tiny.weights, tiny.config, ids, KVCache.empty(tiny.config, 300), all_logits=True)
+    monkeypatch.setenv("PD_KERNELS", "numpy")
+    reference = prefill(tiny.weights, tiny.config, ids, KVCache.empty(tiny.config, 300), all_logits=True)
+    close(logits, reference)
+
+
 def test_linear_uses_the_kernel_for_few_rows_and_blas_above(monkeypatch):
     calls = []
     real = kernels.rows_times_weight
