@@ -329,8 +329,8 @@ def one_token_attention(q: np.ndarray, keys: np.ndarray, values: np.ndarray, lay
     kv_heads = keys.shape[2]
     parts = _parts(n * kv_heads, int(lengths.max()), numba.get_num_threads())
     out = np.empty((n, heads, hd), dtype=F32)
-    _one_token_attention(np.ascontiguousarray(q, dtype=F32), keys, values, layer, first_slot,
-                         np.asarray(lengths, dtype=np.int64), parts, F32(1 / math.sqrt(hd)), out)
+    scaled = np.multiply(q, F32(1 / math.sqrt(hd)), dtype=F32)  # scores are q·k / sqrt(hd): scale the small operand
+    _one_token_attention(scaled, keys, values, layer, first_slot, np.asarray(lengths, dtype=np.int64), parts, out)
     return out.reshape(n, heads * hd)
 
 
@@ -347,7 +347,7 @@ def _parts(pairs: int, longest: int, threads: int) -> int:
 
 
 @njit(parallel=True, fastmath=FAST, cache=True)
-def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, scale, out):  # pragma: no cover
+def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, out):  # pragma: no cover
     n, heads, hd = q.shape
     kv_heads = keys.shape[2]
     rep = heads // kv_heads  # query heads per KV head
@@ -367,10 +367,7 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, sca
             continue  # nothing left for this part: its sum stays 0, so it weighs nothing below
         k, v = keys[layer, slot, group], values[layer, slot, group]  # (max_tokens, hd)
         m = stop - start
-        mine = np.empty((rep, hd), dtype=np.float32)  # this group's query heads, scaled
-        for r in range(rep):
-            for d in range(hd):
-                mine[r, d] = q[seq, group * rep + r, d] * scale
+        mine = q[seq, group * rep:(group + 1) * rep]  # this group's query heads, already scaled
         # Scores: each key row read once for every query head that shares it; KEYS_AT_ONCE keys per pass give
         # the multiply-adds independent chains (one key at a time waits on each sum's latency).
         scores = np.empty((rep, m), dtype=np.float32)
@@ -410,7 +407,7 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, sca
             part_max[job, r], part_sum[job, r] = top, total
         # Weighted values: each value row read once likewise; KEYS_AT_ONCE rows per pass store the sums a quarter
         # as often (one row at a time, every multiply-add waited on the last one's store).
-        mixed = np.zeros((rep, hd), dtype=np.float32)
+        mixed = part_out[job]  # (rep, hd), zeros
         for j in range(0, grouped, KEYS_AT_ONCE):
             v0, v1, v2, v3 = v[start + j], v[start + j + 1], v[start + j + 2], v[start + j + 3]
             for r in range(rep):
@@ -423,7 +420,6 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, sca
                 weight = scores[r, j]
                 for d in range(hd):
                     mixed[r, d] += weight * v[start + j, d]
-        part_out[job] = mixed
     # Combine the parts: rescale each by exp(its max - the overall max). A few thousand multiply-adds, on one
     # core: a second parallel region would cost more to start than the work.
     for head_index in range(n * heads):
