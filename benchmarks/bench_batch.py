@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_simulations import machine_line, table  # one table and header for every benchmark
+from bench_simulations import check, machine_line, table  # one table, check and header for every benchmark
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
 CONTEXT = 512
@@ -54,6 +54,10 @@ kernels.rows_times_weight(x, np.load(__import__('sys').argv[1], mmap_mode='c').v
 kv = np.ones((2, 1, 3, 8, 64), np.float32)
 kernels.one_token_attention(np.ones((1, 9, 64), np.float32), kv, kv, 0, 0, np.array([8]))
 kernels.read_everything(np.ones(1024, np.float32))
+kernels.rms_norm(x, np.ones(576, np.float32), 1e-5)
+kernels.rope(np.ones((3, 12, 64), np.float32), np.ones((3, 1, 32), np.float32), np.ones((3, 1, 32), np.float32), False)
+kernels.exp_in_place(np.zeros((3, 8), np.float32))
+kernels.silu_gate(np.ones((3, 16), np.float32), np.empty((3, 8), np.float32))
 print(time.perf_counter() - started)
 """
 
@@ -197,13 +201,7 @@ def checks(decode: dict[str, Any], prefill: list[dict[str, Any]], build: dict[st
     out = []
 
     def add(name: str, figure: dict[str, float] | float, sense: str, target: float, note: str = "") -> None:
-        value = figure["median"] if isinstance(figure, dict) else figure
-        worst = (figure["min"] if sense == ">=" else figure["max"]) if isinstance(figure, dict) else value
-        margin = (worst / target) if sense == ">=" else (target / worst if worst else float("inf"))
-        spread_note = f"{figure['min']:.2f}–{figure['max']:.2f}" if isinstance(figure, dict) else ""
-        note = "; ".join(part for part in (f"runs {spread_note}" if spread_note else "", note) if part)
-        out.append({"check": name, "measured": value, "target": f"{sense} {target:g}", "margin": margin,
-                    "met": margin >= 1, "note": note})
+        out.append(check(name, figure, sense, target, note, spread="runs"))
 
     add("one user at 512: share of the bandwidth", decode["one_user_bandwidth"], ">=", 0.75)
     for b in BATCHES:

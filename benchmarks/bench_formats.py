@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_simulations import machine_line, table  # one table and header for every benchmark
+from bench_simulations import check, machine_line, table  # one table, check and header for every benchmark
 
 CONTEXT = 512
 TARGETS = {"q8_0": 2.5, "q4_0": 3.0, "q4_1": 3.0}  # decode tokens/s ÷ F32's
@@ -41,12 +41,7 @@ def checks(result: dict[str, Any], seconds: float) -> list[dict[str, Any]]:
     out = []
 
     def add(name: str, figure: dict[str, float] | float, sense: str, target: float, note: str = "") -> None:
-        value = figure["median"] if isinstance(figure, dict) else figure
-        worst = (figure["min"] if sense == ">=" else figure["max"]) if isinstance(figure, dict) else value
-        margin = (worst / target) if sense == ">=" else (target / worst if worst else float("inf"))
-        spread_note = f"rounds {figure['min']:.2f}–{figure['max']:.2f}" if isinstance(figure, dict) else ""
-        out.append({"check": name, "measured": value, "target": f"{sense} {target:g}", "margin": margin,
-                    "met": margin >= 1, "note": "; ".join(part for part in (spread_note, note) if part)})
+        out.append(check(name, figure, sense, target, note))
 
     rows = {row["format"]: row for row in result["formats"]}
     f32 = rows["f32"]["rounds"]

@@ -167,6 +167,18 @@ def checks(cold: dict[str, Any], cached: dict[str, Any]) -> list[dict[str, Any]]
     return out
 
 
+def check(name: str, figure: dict[str, float] | float, sense: str, target: float, note: str = "",
+          spread: str = "rounds") -> dict[str, Any]:
+    """One row of a benchmark's checks: a figure (one number, or the median, min and max of several runs or
+    rounds) against its target, judged on its worst run; margin >= 1 means met."""
+    value = figure["median"] if isinstance(figure, dict) else figure
+    worst = (figure["min"] if sense == ">=" else figure["max"]) if isinstance(figure, dict) else value
+    margin = (worst / target) if sense == ">=" else (target / worst if worst else float("inf"))
+    spread_note = f"{spread} {figure['min']:.2f}–{figure['max']:.2f}" if isinstance(figure, dict) else ""
+    return {"check": name, "measured": value, "target": f"{sense} {target:g}", "margin": margin,
+            "met": margin >= 1, "note": "; ".join(part for part in (spread_note, note) if part)}
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     """Checks as text: measured, target, margin (>= 1 means met), and each row's note if it has one."""
     width = max(len("check"), *(len(r["check"]) for r in rows))
