@@ -83,11 +83,12 @@ def _page_opener(browser, site_url: str) -> Iterator[Callable[..., tuple[object,
     contexts = []
 
     def _open(path: str = "", *, color_scheme: str = "light", reduced_motion: str = "no-preference",
-              viewport: dict | None = None, wait_until: str = "load") -> tuple[object, PageLog]:
+              viewport: dict | None = None, wait_until: str = "load", javascript: bool = True) -> tuple[object, PageLog]:
         context = browser.new_context(
             color_scheme=color_scheme,
             reduced_motion=reduced_motion,
             viewport=viewport or {"width": 1280, "height": 900},
+            java_script_enabled=javascript,
         )
         contexts.append(context)
         page = context.new_page()

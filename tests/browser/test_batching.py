@@ -112,20 +112,15 @@ def test_the_two_users_view_works_from_the_keyboard_and_the_scrubber(open_page, 
 
 
 @pytest.mark.parametrize("lang", LANGS)
-def test_without_javascript_the_fallback_tables_give_the_batch_sizes_and_the_two_users(browser, site_url, lang):
-    context = browser.new_context(java_script_enabled=False)
-    try:
-        page = context.new_page()
-        page.goto(f"{site_url}{lang}batching/")
-        fallback = page.locator(".pd-demo[data-pd-demo=batching] [data-pd-fallback]")
-        assert fallback.is_visible()
-        tables = fallback.locator("table")
-        assert tables.count() == 2
-        assert tables.nth(0).locator("tbody tr").count() == 2  # unchunked, chunked
-        assert tables.nth(1).locator("tbody tr").count() == 7  # B = 1 … 64
-        assert tables.nth(1).locator("tbody tr").first.locator("th").inner_text() == "1"
-    finally:
-        context.close()
+def test_without_javascript_the_fallback_tables_give_the_batch_sizes_and_the_two_users(open_page, lang):
+    page, log = open_page(f"{lang}batching/", javascript=False)
+    fallback = page.locator(".pd-demo[data-pd-demo=batching] [data-pd-fallback]")
+    assert fallback.is_visible()
+    tables = fallback.locator("table")
+    assert tables.count() == 2
+    assert tables.nth(0).locator("tbody tr").count() == 2  # unchunked, chunked
+    assert tables.nth(1).locator("tbody tr").count() == 7  # B = 1 … 64
+    assert tables.nth(1).locator("tbody tr").first.locator("th").inner_text() == "1"
 
 
 def test_the_demo_follows_the_colour_scheme(open_page):

@@ -68,11 +68,24 @@ def open_device(open_page, lang: str, query: str = "", **options):
     page.add_init_script(INSTRUMENT)
     page.reload()
     demo = device_demo(page)
+    engage(page, demo)
+    demo.get_by_role("button", name=START[lang]).wait_for(timeout=20_000)
+    return page, log, demo
+
+
+def engage(page, demo) -> None:
+    """Scroll to the demo and move the pointer over the page, as a reader does before pressing."""
     demo.scroll_into_view_if_needed()
     page.mouse.move(10, 300)
     page.mouse.move(20, 310)
-    demo.get_by_role("button", name=START[lang]).wait_for(timeout=20_000)
-    return page, log, demo
+
+
+def measure_in_english(page, demo) -> dict:
+    """Engage the English page's demo, press its button, wait for the end; the result."""
+    engage(page, demo)
+    demo.get_by_role("button", name=START["en/"]).click()
+    assert wait_until_finished(page, demo) == "done", demo.locator(".pd-device__status").text_content()
+    return result_of(demo)
 
 
 def press_with_keyboard(page, demo, name: str) -> None:
@@ -408,12 +421,7 @@ def test_webgpu_worker_logits_agree_with_numpy(webgpu_page):
 def test_webgpu_measurement_runs_and_names_its_adapter(webgpu_page):
     page, log = webgpu_page
     demo = device_demo(page)
-    demo.scroll_into_view_if_needed()
-    page.mouse.move(10, 300)
-    page.mouse.move(20, 310)
-    demo.get_by_role("button", name=START["en/"]).click()
-    assert wait_until_finished(page, demo) == "done", demo.locator(".pd-device__status").text_content()
-    result = result_of(demo)
+    result = measure_in_english(page, demo)
     print("WebGPU result:", {key: result[key] for key in sorted(RESULT_FIELDS | {"adapter", "software"})})
     assert result["backend"] == "webgpu" and result["check"]["passed"] and result["precision"] == "f32"
     assert result["prefill_ms_per_token"] < result["decode_ms_per_token"]
@@ -441,12 +449,7 @@ def test_auto_mode_never_picks_a_software_adapter(webgpu_page, site_url: str):
         pytest.skip("this test browser's WebGPU adapter is hardware: auto mode may rightly pick it")
     page.goto(site_url + "en/" + PAGE)
     demo = device_demo(page)
-    demo.scroll_into_view_if_needed()
-    page.mouse.move(10, 300)
-    page.mouse.move(20, 310)
-    demo.get_by_role("button", name=START["en/"]).click()
-    assert wait_until_finished(page, demo) == "done", demo.locator(".pd-device__status").text_content()
-    result = result_of(demo)
+    result = measure_in_english(page, demo)
     assert result["backend"] == "wasm" and "webgpu_software_skipped" in result["notes"]
     assert "software WebGPU adapter" in demo.locator(".pd-device__labels").text_content()
     assert not log.console_errors and not log.page_errors

@@ -73,22 +73,17 @@ def test_the_published_gpu_runs_are_shown_and_labelled_projected(open_page, lang
 
 
 @pytest.mark.parametrize("lang", LANGS)
-def test_without_javascript_the_fallback_tables_give_every_format_and_the_published_runs(browser, site_url, lang):
-    context = browser.new_context(java_script_enabled=False)
-    try:
-        page = context.new_page()
-        page.goto(f"{site_url}{lang}bottleneck/")
-        fallback = page.locator(".pd-demo[data-pd-demo=formats] [data-pd-fallback]")
-        assert fallback.is_visible()
-        tables = fallback.locator("table")
-        assert tables.count() == 2
-        measured = tables.nth(0)
-        assert measured.locator("tbody tr th").all_inner_texts() == ["F32", "F16", "Q8_0", "Q4_1"]
-        headers = " ".join(measured.locator("thead th").all_inner_texts())
-        assert ("KL" in headers) and ("TPS" in headers or "TTFT" in headers)  # accuracy beside speed
-        assert tables.nth(1).locator("tbody tr").count() > 0
-    finally:
-        context.close()
+def test_without_javascript_the_fallback_tables_give_every_format_and_the_published_runs(open_page, lang):
+    page, log = open_page(f"{lang}bottleneck/", javascript=False)
+    fallback = page.locator(".pd-demo[data-pd-demo=formats] [data-pd-fallback]")
+    assert fallback.is_visible()
+    tables = fallback.locator("table")
+    assert tables.count() == 2
+    measured = tables.nth(0)
+    assert measured.locator("tbody tr th").all_inner_texts() == ["F32", "F16", "Q8_0", "Q4_1"]
+    headers = " ".join(measured.locator("thead th").all_inner_texts())
+    assert ("KL" in headers) and ("TPS" in headers or "TTFT" in headers)  # accuracy beside speed
+    assert tables.nth(1).locator("tbody tr").count() > 0
 
 
 def test_the_demo_follows_the_colour_scheme(open_page):
