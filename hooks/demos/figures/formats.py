@@ -19,11 +19,15 @@ def roofline(peaks: dict[str, float], rows: list[dict[str, Any]], strings: Strin
     first; frame i marks rows[i]'s two points, the figure itself the first row's."""
     xs, ys = roof(peaks["peak_gflops"], peaks["peak_gbps"])
 
+    # A chosen point's label is its phase over its format, two lines: on one line ("Prefill (reading) · F32")
+    # the labels ran past a 320 px phone's chart on both sides. The words travel as customdata, escaped like
+    # every label; the template's own line break is the builder's.
     def chosen(row: dict[str, Any]) -> list[go.Scatter]:
         return [go.Scatter(x=[row[phase]["intensity"]], y=[row[phase]["gflops"]], mode="markers+text",
-                           text=[f"{strings[f'common.phase_{phase}']} · {row['name']}"], textposition=side,
+                           customdata=[[strings[f"common.phase_{phase}"], row["name"]]],
+                           texttemplate="%{customdata[0]}<br>%{customdata[1]}", textposition=side,
                            marker={"size": 14, "symbol": symbol}, name=strings[f"common.phase_{phase}"],
-                           showlegend=False, hovertemplate="%{text}<extra></extra>")
+                           showlegend=False, hovertemplate="%{customdata[0]} · %{customdata[1]}<extra></extra>")
                 for phase, symbol, side in PHASES]
 
     # Every format's two points stay on the chart, small and grey, so the chosen one is seen moving among them.
