@@ -113,14 +113,19 @@ STICKING_OUT = """() => [...document.body.querySelectorAll('*')].filter((el) => 
     + ` (right edge at ${Math.round(el.getBoundingClientRect().right)} px)`)"""
 
 # The words of every drawn chart (title, axis titles and ticks, legend, annotations such as the source
-# note) that overlap one another or stick out of the chart, as "chart: ..." lines for the failure message.
+# note) that overlap one another or stick out of the chart, and the points' labels that stick out, as
+# "chart: ..." lines for the failure message.
 CHART_TEXT_CLASHES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap((plot) => {
     const name = plot.closest('[data-pd-demo]')?.dataset.pdDemo || 'chart';
     const chart = plot.getBoundingClientRect();
     const words = [...plot.querySelectorAll('.gtitle, .xtick text, .ytick text, .g-xtitle text, .g-ytitle text,'
         + ' .annotation-text, .legendtext')].filter((el) => el.textContent.trim() && el.getBoundingClientRect().width)
       .map((el) => [el.textContent.slice(0, 40), el.getBoundingClientRect()]);
-    const clashes = words.filter(([, box]) => box.left < chart.left - 1 || box.right > chart.right + 1)
+    // A point's own label (a roofline's "Prefill") is checked for running off the chart, not for overlaps: it
+    // sits beside its point, which may be near a tick or the legend by the data.
+    const labels = [...plot.querySelectorAll('.textpoint text')].filter((el) => el.textContent.trim()
+        && el.getBoundingClientRect().width).map((el) => [el.textContent.slice(0, 40), el.getBoundingClientRect()]);
+    const clashes = [...words, ...labels].filter(([, box]) => box.left < chart.left - 1 || box.right > chart.right + 1)
       .map(([text, box]) => `${name}: "${text}" runs off the chart (${Math.round(box.left - chart.left)}`
         + `..${Math.round(box.right - chart.left)} px of ${Math.round(chart.width)})`);
     words.forEach(([a, boxA], i) => words.slice(i + 1).forEach(([b, boxB]) => {
