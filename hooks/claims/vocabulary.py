@@ -19,6 +19,10 @@ from hooks.authoring import AuthoringMistake
 from hooks.claims.conditions import Condition, ConditionError, evaluate, parse_condition
 
 VOCABULARY_FILE = "vocabulary.yml"
+# The name under which a predicate's true_when reads the vocabulary's `noise:` (the measurement noise, one
+# number for every word that must not claim a difference smaller than it); prose prints it as
+# {{ vocabulary.noise }}, so the threshold and the sentences that state it cannot drift apart.
+NOISE = "noise"
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "docs" / VOCABULARY_FILE
 # Scripts written without spaces between words: a word there is matched as the characters themselves.
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
@@ -38,13 +42,20 @@ class Predicate:
     true_when: Condition
     means: dict[str, str]
     words: dict[str, tuple[str, ...]]
+    noise: float | None = None  # the vocabulary's measurement noise, the value of `noise` in true_when
 
     def __call__(self, *values: float) -> bool:
-        return evaluate(self.true_when, {}, dict(zip(self.args, values, strict=True)))
+        constants = {NOISE: self.noise} if self.noise is not None else {}
+        return evaluate(self.true_when, {}, {**constants, **dict(zip(self.args, values, strict=True))})
 
     def summary(self, lang: str = "en") -> str:
-        """`far_below(a, b): a <= b / 2`, as messages and the CLI show it."""
-        return f"{self.name}({', '.join(self.args)}): {self.true_when.text}"
+        """`far_below(a, b): a <= b / 2`, as messages and the CLI show it; the noise written out, and named
+        (`faster(a, b): a < b * (1 - 10%)`, noise = 10%)."""
+        body = self.true_when.text
+        if self.noise is None or not re.search(rf"\b{NOISE}\b", body):
+            return f"{self.name}({', '.join(self.args)}): {body}"
+        shown = re.sub(rf"\b{NOISE}\b", percent_text(self.noise), body)
+        return f"{self.name}({', '.join(self.args)}): {shown} ({NOISE} = {percent_text(self.noise)})"
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,8 @@ class Vocabulary:
     path: str
     predicates: dict[str, Predicate]
     negations: dict[str, tuple[str, ...]]
+    noise: float | None = None  # `noise:`, as a fraction (10% is 0.1); None when the file sets none
+    noise_means: dict[str, str] | None = None  # what the noise is, per language (a figure's hover text)
 
     def word_predicate(self, lang: str) -> dict[str, str]:
         """Every word of `lang` (lower case) → its predicate's name."""
@@ -148,6 +161,7 @@ def _load(path: Path, shown: str, mtime: int) -> Vocabulary:  # keyed by mtime: 
         raise AuthoringMistake(shown, 1, "the vocabulary needs `negations:` (per language) and `words:` (one entry "
                                          "per predicate: args, true_when, means, and a list of words per language)")
     negations = {lang: tuple(str(w) for w in words) for lang, words in (data.get("negations") or {}).items()}
+    noise, noise_means = _noise(data.get(NOISE), shown, _top_line(root, NOISE))
     predicates: dict[str, Predicate] = {}
     for name, entry in data["words"].items():
         line = lines.get(name)
@@ -159,13 +173,17 @@ def _load(path: Path, shown: str, mtime: int) -> Vocabulary:  # keyed by mtime: 
             raise AuthoringMistake(shown, line, f"entry {name!r} needs args (a list of names), true_when (a condition "
                                                 "over them), means and words per language (zh: […], en: […])")
         args = tuple(str(arg) for arg in entry["args"])
+        if noise is not None and NOISE in args:
+            raise AuthoringMistake(shown, line, f"{name}: `{NOISE}` names the vocabulary's measurement noise; "
+                                                "call the argument something else")
         try:
-            body = parse_condition(str(entry["true_when"]), params=args)
+            body = parse_condition(str(entry["true_when"]), params=args + ((NOISE,) if noise is not None else ()))
         except ConditionError as error:
             raise AuthoringMistake(shown, line, f"{name}: true_when `{entry['true_when']}` {error}") from None
         words = {lang: tuple(str(w) for w in value) for lang, value in entry.items()
                  if lang not in ("args", "true_when", "means") and isinstance(value, list)}
-        predicates[name] = Predicate(name, args, body, dict(entry.get("means") or {}), words)
+        means = {lang: _with_noise(str(text), noise) for lang, text in (entry.get("means") or {}).items()}
+        predicates[name] = Predicate(name, args, body, means, words, noise)
     seen: dict[tuple[str, str], str] = {}
     for predicate in predicates.values():
         for lang, words in predicate.words.items():
@@ -174,7 +192,39 @@ def _load(path: Path, shown: str, mtime: int) -> Vocabulary:  # keyed by mtime: 
                 if other != predicate.name:
                     raise AuthoringMistake(shown, lines.get(predicate.name), f"the {lang} word {word!r} is bound to "
                                            f"both {other} and {predicate.name}: one word, one predicate")
-    return Vocabulary(shown, predicates, negations)
+    return Vocabulary(shown, predicates, negations, noise, noise_means)
+
+
+def percent_text(fraction: float) -> str:
+    """0.1 -> "10%", as the vocabulary file writes it."""
+    return f"{100 * fraction:g}%"
+
+
+def _with_noise(text: str, noise: float | None) -> str:
+    """A `means:` text with {noise} written out (it says what a word means, threshold included)."""
+    return text.replace("{" + NOISE + "}", percent_text(noise)) if noise is not None else text
+
+
+def _noise(entry: object, shown: str, line: int | None) -> tuple[float | None, dict[str, str] | None]:
+    """`noise: {value: 10%, means: {zh: …, en: …}}` as (0.1, its meanings); (None, None) when absent."""
+    if entry is None:
+        return None, None
+    value = entry.get("value") if isinstance(entry, dict) else None
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*%\s*", str(value)) if value is not None else None
+    if not match or not 0 < float(match.group(1)) < 100:
+        raise AuthoringMistake(shown, line, f"`{NOISE}:` needs value (a percentage between 0% and 100%, such as "
+                                            "10%) and means (zh: …, en: …): what the build machines' runs vary by")
+    fraction = float(match.group(1)) / 100
+    return fraction, {lang: _with_noise(str(text), fraction) for lang, text in (entry.get("means") or {}).items()}
+
+
+def _top_line(root: yaml.Node | None, key: str) -> int | None:
+    """The 1-based line of a top-level key."""
+    if isinstance(root, yaml.MappingNode):
+        for node, _ in root.value:
+            if node.value == key:
+                return node.start_mark.line + 1
+    return None
 
 
 def _entry_lines(root: yaml.Node | None) -> dict[str, int]:

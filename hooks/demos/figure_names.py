@@ -49,6 +49,7 @@ GLOBAL_NAMES: dict[str, str] = {
         "name", "bits", "weight_mb", "step_mb", "byte_shrink", "decode_ms", "tps", "decode_speedup", "decode_share",
         "ttft_ms", "prefill_ratio", "bandwidth_util", "compute_util", "decode_intensity", "top1", "kl")},
     "pub.published_tps": "ID", "pub.bound_tps": "ID", "pub.fraction": "ID", "pub.source": "ID",
+    "vocabulary.noise": "",
 }
 PAGE_NAMES: dict[str, str] = {
     "conversation.prompt_tokens": "", "conversation.answer_tokens": "", "conversation.ttft_ms": "",

@@ -195,6 +195,18 @@ class FigureResolver:
                        "kv_share": (row["kv_share_of_memory"], fmt.percent)}[key]
         return self._number(value, show, "projected")
 
+    def _vocabulary(self, key: str, arg: str | None) -> Figure:
+        """The measurement noise the qualitative words are judged by (docs/vocabulary.yml's `noise:`), so a
+        sentence that states it prints the very threshold its claims use."""
+        from hooks.claims.vocabulary import load_vocabulary  # here: hooks.claims imports this module
+
+        vocabulary = load_vocabulary()
+        if vocabulary.noise is None:
+            raise LookupError(f"vocabulary.noise: {vocabulary.path} sets no `noise:`")
+        means = (vocabulary.noise_means or {}).get(self.lang)
+        return Figure(vocabulary.noise, fmt.percent(vocabulary.noise, self.lang), "vocabulary",
+                      means or vocabulary.path)
+
     def _pub(self, key: str, arg: str | None) -> Figure:
         rows = {row["id"]: row for row in self.m.projections().get("validation", [])}
         if arg not in rows:

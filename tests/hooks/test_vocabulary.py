@@ -213,3 +213,30 @@ def test_a_negation_inside_another_word_or_before_a_quote_negates_nothing():
     uses = VOCABULARY.uses_in("“几乎不变”“远低于”", "zh")
     assert [(u.word, u.negated) for u in uses] == [("几乎不变", False), ("远低于", False)]
     assert [(u.word, u.negated) for u in VOCABULARY.uses_in("并非计算密集型", "zh")] == [("计算密集型", True)]
+
+
+def test_the_noise_margin_is_one_number_for_the_words_and_the_prose(tmp_path):
+    """docs/vocabulary.yml's `noise:` is what the words' conditions read and what {{ vocabulary.noise }} prints,
+    so a sentence that states the margin cannot disagree with the claims judged by it."""
+    assert VOCABULARY.noise == pytest.approx(0.10)
+    figure = FigureResolver("zh", None, None).figure("vocabulary.noise")
+    assert (figure.value, figure.text) == (VOCABULARY.noise, "10%") and "10%" in figure.title
+    faster, same = VOCABULARY.predicates["faster"], VOCABULARY.predicates["about_the_same"]
+    assert faster(8.9, 10) and not faster(9.1, 10) and same(9.1, 10)
+    assert faster.summary().endswith("shorter_time < longer_time * (1 - 10%) (noise = 10%)") and "10%" in faster.means["en"] and "{noise}" not in faster.means["zh"]
+    path = tmp_path / "vocabulary.yml"
+    path.write_text("noise:\n  value: 20%\n  means: {en: 'runs vary by {noise}'}\nwords:\n  faster:\n"
+                    "    args: [a, b]\n    true_when: a < b * (1 - noise)\n    means: {en: 'more than {noise} shorter'}\n"
+                    "    en: [faster]\n", encoding="utf-8")
+    wider = load_vocabulary(path, "vocabulary.yml")
+    assert not wider.predicates["faster"](8.5, 10) and wider.predicates["faster"](7.9, 10)
+    assert wider.noise_means == {"en": "runs vary by 20%"} and wider.predicates["faster"].means["en"] == "more than 20% shorter"
+
+
+@pytest.mark.parametrize("noise", ["ten", "0%", "150%", "{means: {en: x}}"])
+def test_a_noise_margin_that_is_not_a_percentage_names_the_file_and_its_line(tmp_path, noise):
+    path = tmp_path / "vocabulary.yml"
+    path.write_text(f"negations:\n  en: [not]\nnoise: {noise}\nwords:\n  a:\n    args: [x]\n    true_when: x < 1\n"
+                    "    en: [fine]\n", encoding="utf-8")
+    with pytest.raises(PluginError, match=r"vocabulary.yml:3: `noise:` needs value \(a percentage between 0% and 100%"):
+        load_vocabulary(path, "vocabulary.yml")
