@@ -397,12 +397,10 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, out
             for j in range(1, m):
                 top = max(top, row[j])
             for j in range(m):
-                fraction, power = _exp_parts(row[j] - top)
-                row[j] = fraction
-                powers[j] = power
-            scales, total = powers.view(np.float32), np.float32(0)
+                row[j] -= top
+            _exp_row(row, powers)
+            total = np.float32(0)
             for j in range(m):
-                row[j] *= scales[j]
                 total += row[j]
             part_max[job, r], part_sum[job, r] = top, total
         # Weighted values: each value row read once likewise; KEYS_AT_ONCE rows per pass store the sums a quarter
@@ -474,8 +472,23 @@ def _exp_parts(x):  # pragma: no cover -- compiled
     return p, np.int32(biased << np.int32(23))  # biased 0: the bits of +0.0
 
 
+@njit(fastmath=FAST, inline="always")
+def _exp_row(row, powers):  # pragma: no cover -- compiled
+    """row[:] = exp(row), in place; `powers` is int32 scratch at least as long. Two indexed passes (see
+    _exp_parts): `for row in x` and a tuple stored at once each ran three times slower."""
+    for i in range(row.shape[0]):
+        fraction, power = _exp_parts(row[i])
+        row[i] = fraction
+        powers[i] = power
+    scales = powers.view(np.float32)
+    for i in range(row.shape[0]):
+        row[i] *= scales[i]
+
+
 def exp_in_place(x: np.ndarray) -> np.ndarray:
     """np.exp(x, out=x) for a C-contiguous float32 array; returns x."""
+    if not x.flags.c_contiguous or x.dtype != F32:  # a reshaped copy would be written, not x
+        raise ValueError(f"exp_in_place needs a C-contiguous float32 array, got {x.dtype} {x.shape}")
     _exp_rows(x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1))
     return x
 
@@ -483,15 +496,8 @@ def exp_in_place(x: np.ndarray) -> np.ndarray:
 @njit(fastmath=FAST, nogil=True, cache=True)
 def _exp_rows(x):  # pragma: no cover -- compiled; tested through exp_in_place
     powers = np.empty(x.shape[1], dtype=np.int32)
-    scales = powers.view(np.float32)
-    for t in range(x.shape[0]):  # (`for row in x` and a tuple stored at once each ran three times slower)
-        row = x[t]
-        for i in range(row.shape[0]):
-            fraction, power = _exp_parts(row[i])
-            row[i] = fraction
-            powers[i] = power
-        for i in range(row.shape[0]):
-            row[i] *= scales[i]
+    for t in range(x.shape[0]):
+        _exp_row(x[t], powers)
 
 
 def silu_gate(gate_up: np.ndarray, out: np.ndarray) -> None:
@@ -504,15 +510,13 @@ def silu_gate(gate_up: np.ndarray, out: np.ndarray) -> None:
 def _silu_gate(gate_up, out):  # pragma: no cover -- compiled; tested through silu_gate
     d_ff = out.shape[1]
     powers = np.empty(d_ff, dtype=np.int32)
-    scales = powers.view(np.float32)
     for t in range(out.shape[0]):
         row, o = gate_up[t], out[t]
         for i in range(d_ff):
-            fraction, power = _exp_parts(-row[i])
-            o[i] = fraction
-            powers[i] = power
+            o[i] = -row[i]
+        _exp_row(o, powers)
         for i in range(d_ff):  # x sigmoid(x) = x / (1 + exp(-x)); exp(-x) saturates, never inf
-            o[i] = row[i] * row[d_ff + i] / (F32(1) + o[i] * scales[i])
+            o[i] = row[i] * row[d_ff + i] / (F32(1) + o[i])
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
