@@ -11,7 +11,7 @@
   (grouped-query attention), in parallel over sequences × KV heads × parts of the context, each part's
   softmax combined by its running maximum (a numerically stable "flash-decoding" split).
 - element-wise work: a decode step's rms_norm and RoPE (one call instead of numpy's several), and exp for
-  every size (prefill's softmax, the MLP gate's sigmoid): numpy's float32 exp takes four times as long here.
+  every size (prefill's softmax, the MLP gate's sigmoid): numpy's float32 exp takes three times as long here.
 
 PD_KERNELS=numpy selects the pure numpy path instead: the reference every kernel is tested against, and
 what `machine_info()` names on every trace and page. Compiled code is cached in the per-user cache
