@@ -7,6 +7,7 @@ import fnmatch
 import functools
 import gzip
 import os
+import sys
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -75,6 +76,15 @@ class _Handler(SimpleHTTPRequestHandler):
         pass
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        """A page that navigates away or closes mid-download drops its connection: that is the browser's
+        right, not a server error, so no traceback for it in the test output (anything else is still printed)."""
+        if isinstance(sys.exc_info()[1], ConnectionError):  # BrokenPipeError, ConnectionResetError, …
+            return
+        super().handle_error(request, client_address)
+
+
 class StaticServer:
     """Serve a built site on 127.0.0.1 on a free port, in a background thread."""
 
@@ -83,7 +93,7 @@ class StaticServer:
         rules = (parse_headers_file(headers_file.read_text(encoding="utf-8"))
                  if send_headers and headers_file.exists() else [])
         handler = type("Handler", (_Handler,), {"rules": rules, "_gzipped": {}})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
+        self._server = _Server(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
