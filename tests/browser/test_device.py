@@ -23,7 +23,8 @@ from tests.browser.tour import STICKING_OUT
 pytestmark = pytest.mark.browser
 
 PAGE = "bottleneck/"
-RUN_TIMEOUT_S = 240  # quick mode under a loaded 2-core test machine (SwiftShader's WebGPU is slower still)
+TEST_PLAN = "pd-device-plan=test"
+RUN_TIMEOUT_S = 240  # the test plan under a loaded 2-core test machine (SwiftShader's WebGPU is slower still)
 RESULT_FIELDS = {"backend", "workers", "precision", "peak_gflops", "peak_gbps", "ttft_ms", "decode_ms_per_token",
                  "layers_measured", "pp_tps", "tg_tps", "ceiling_exceeded"}
 START = {"": "实测本设备", "en/": "Measure this device"}
@@ -62,9 +63,16 @@ def device_demo(page):
     return page.locator(".pd-demo[data-pd-demo=device]")
 
 
+def with_test_plan(query: str) -> str:
+    """The page's query with the tests' small plan (one layer, fewer LM-head rows and repeats: seconds, not a
+    minute, on SwiftShader); the quick and full runs are benchmarks/bench_device.py's."""
+    return (query + "&" if query else "?") + TEST_PLAN
+
+
 def open_device(open_page, lang: str, query: str = "", **options):
-    """The chapter with the device demo engaged (scrolled to, pointed at) and its button ready."""
-    page, log = open_page(lang + PAGE + query, **options)
+    """The chapter with the device demo engaged (scrolled to, pointed at) and its button ready; a press measures
+    with the tests' plan."""
+    page, log = open_page(lang + PAGE + with_test_plan(query), **options)
     page.add_init_script(INSTRUMENT)
     page.reload()
     demo = device_demo(page)
@@ -130,6 +138,8 @@ def test_nothing_runs_and_no_worker_loads_before_the_press(open_page, lang):
                for name in loaded), f"the worker or its kernels loaded before the press: {loaded}"
     intro = demo.locator(".pd-device__intro").text_content()
     assert PRIVACY[lang] in intro and "8" in intro  # what runs, about how long (quick: ~8 s), nothing leaves
+    # The reader chooses quick or full; the tests' plan (in the query here) is never offered.
+    assert demo.locator("select option").evaluate_all("options => options.map((o) => o.value)") == ["quick", "full"]
     log.assert_clean()
 
 
@@ -397,7 +407,7 @@ def webgpu_page(browser, site_url: str):
         page.on("console", lambda m: log.console_errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda error: log.page_errors.append(str(error)))
         page.add_init_script(INSTRUMENT)
-        page.goto(site_url + "en/" + PAGE + "?pd-device-backend=webgpu")
+        page.goto(site_url + "en/" + PAGE + with_test_plan("?pd-device-backend=webgpu"))
         adapter = page.evaluate("""async () => {
           const adapter = navigator.gpu && await navigator.gpu.requestAdapter();
           return adapter ? [adapter.info.vendor, adapter.info.architecture].join(" ") : null;
@@ -447,7 +457,7 @@ def test_auto_mode_never_picks_a_software_adapter(webgpu_page, site_url: str):
     }""")
     if not software:
         pytest.skip("this test browser's WebGPU adapter is hardware: auto mode may rightly pick it")
-    page.goto(site_url + "en/" + PAGE)
+    page.goto(site_url + "en/" + PAGE + with_test_plan(""))
     demo = device_demo(page)
     result = measure_in_english(page, demo)
     assert result["backend"] == "wasm" and "webgpu_software_skipped" in result["notes"]

@@ -80,6 +80,11 @@ def test_plan_fits_the_memory_promise_and_repeats_enough_for_a_spread():
     assert 256e6 <= PLAN["stream_bytes"] <= 512e6 and PLAN["low_memory_stream_bytes"] <= PLAN["low_memory_budget_bytes"]
     assert PLAN["modes"]["full"]["estimate_s"] <= 20 and PLAN["modes"]["quick"]["estimate_s"] < 20
     assert all(mode["repeats"] >= 3 and mode["decode_steps"] >= 3 for mode in PLAN["modes"].values())
+    # The tests' plan replaces only plan-wide sizes the worker reads, and measures less than the quick one.
+    test, quick = PLAN["modes"]["test"], PLAN["modes"]["quick"]
+    assert {key for key in test if key in PLAN} == {"max_layers", "head_rows", "ceiling_repeats", "stream_bytes"}
+    assert test["max_layers"] < quick["max_layers"] and test["head_rows"] < PLAN["head_rows"]
+    assert test["stream_bytes"] >= PLAN["least_stream_bytes"]
 
 
 # --- the WebAssembly kernels, run from Python by wasmtime against numpy ----------------------------

@@ -50,6 +50,11 @@ PLAN: dict[str, Any] = {
         "quick": {"decode_steps": 8, "repeats": 3, "gemm_cap_s": 0.3, "phase_budget_s": 3, "max_layers": 2,
                   "estimate_s": 8},
         "full": {"decode_steps": 16, "repeats": 5, "gemm_cap_s": 1.0, "phase_budget_s": 10, "estimate_s": 20},
+        # The tests' plan (the page's `?pd-device-plan=test`; never offered to a reader): the same steps on one
+        # layer, an eighth of the LM-head rows, the least streaming buffer and fewer repeats, so a test run takes
+        # seconds even on SwiftShader's WebGPU. The full-size runs are measured by benchmarks/bench_device.py.
+        "test": {"decode_steps": 4, "repeats": 3, "gemm_cap_s": 0.1, "phase_budget_s": 0.5, "max_layers": 1,
+                 "estimate_s": 3, "head_rows": 1024, "ceiling_repeats": 3, "stream_bytes": 32_000_000},
     },
     # Correctness check before measuring: a small model of the same architecture, prefill vs decode.
     "check": {"n_layers": 2, "d_model": 64, "n_heads": 4, "n_kv_heads": 2, "head_dim": 16, "d_ff": 128,

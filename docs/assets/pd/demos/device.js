@@ -129,7 +129,9 @@ export async function mount(demo, data) {
   const build = data.build;
   const id = demo.id || "pd-device";
   const query = new URLSearchParams(window.location.search);
-  // Tests pin a backend (auto, wasm, js, webgpu), a number of workers, or a shorter silence limit; readers never need to.
+  // Tests pin a backend (auto, wasm, js, webgpu), a number of workers, a shorter silence limit, or the small plan
+  // of their own (`test`: one layer, see hooks/demos/builders/device.py); readers never need to.
+  const testPlan = query.get("pd-device-plan") === "test" ? "test" : null;
   const wantedBackend = query.get("pd-device-backend") || "auto";
   const wantedWorkers = Number(query.get("pd-device-workers")) || null;
   const silenceLimitS = Number(query.get("pd-device-silence")) || plan.silence_limit_s;
@@ -265,7 +267,7 @@ export async function mount(demo, data) {
 
   startButton.addEventListener("click", () => {
     if (state.worker) return;
-    const mode = modeSelect.value;
+    const mode = testPlan || modeSelect.value;
     state.run += 1;
     panel.hidden = true; // a new measurement replaces the last one
     delete demo.dataset.pdDeviceFailure;

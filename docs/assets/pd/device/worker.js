@@ -164,8 +164,10 @@ async function ceilings(ops, plan, mode, budget, lowMemory, fixedMs, largest) {
 
 async function measure({ demo, mode: modeName, backend, deviceMemory, workers: wantedWorkers }) {
   const started = performance.now();
-  const { plan, model: shapes, costs, workload } = demo;
-  const mode = plan.modes[modeName];
+  const { model: shapes, costs, workload } = demo;
+  const mode = demo.plan.modes[modeName];
+  // A mode may replace plan-wide sizes (the tests' plan: fewer LM-head rows, a smaller streaming buffer).
+  const plan = { ...demo.plan, ...Object.fromEntries(Object.entries(mode).filter(([key]) => key in demo.plan)) };
   const lowMemory = Number.isFinite(deviceMemory) && deviceMemory <= 2;
   let budget = lowMemory ? plan.low_memory_budget_bytes : plan.memory_budget_bytes;
   const workers = Math.max(1, Math.min(MAX_WORKERS, wantedWorkers || self.navigator?.hardwareConcurrency || 1));
