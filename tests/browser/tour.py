@@ -35,21 +35,21 @@ class View:
     device: bool = False  # and, while playing, measure this device (the device demo's quick run)
     axe: bool = False
     screenshot: bool = False
+    token_ends: bool = False  # then show each token demo's last frame: does it fit, and a screenshot of it
 
 
 VIEWS = {
     # Every demo played, in both palettes, under the `_headers` policy and the page's own (both enforced).
     # Measuring this device is left to tests/browser/test_device.py, which runs it in both palettes with the
     # same checks (console, page errors, CSP, requests off 127.0.0.1).
-    "desktop-light": View(1280, play=True, axe=True, screenshot=True),
-    "desktop-dark": View(1280, palette="dark", play=True, axe=True),
-    # A host that sends no headers: the page's own policy alone. It is also enforced in the two views above,
-    # so what it would block there is reported there too; here every demo is drawn, not played again.
-    "bare": View(1280, headers=False),
+    "desktop-light": View(1280, play=True, axe=True, screenshot=True, token_ends=True),
+    "desktop-dark": View(1280, palette="dark", play=True, axe=True, token_ends=True),
     "phone": View(412, 823, phone=True, draw=False),
-    # The narrowest phones, the demos and charts drawn; axe at the narrowest in both palettes.
-    "320": View(320, 720, axe=True),
-    "360": View(360, 720, palette="dark", axe=True),
+    # The narrowest phones, the demos and charts drawn; axe at the narrowest in both palettes. The 320 px view is
+    # also the host that sends no headers (GitHub Pages): the page's own policy alone, every demo drawn under it.
+    # That policy is enforced in the desktop views too, so what it would block there is reported there as well.
+    "320": View(320, 720, headers=False, axe=True, token_ends=True),
+    "360": View(360, 720, palette="dark", axe=True, token_ends=True),
     # Without JavaScript: the static fallbacks.
     "320-nojs": View(320, 720, javascript=False, draw=False),
     "360-nojs": View(360, 720, javascript=False, draw=False),
@@ -83,6 +83,7 @@ class Tour:
     tables: list[dict] = field(default_factory=list)  # every table in a demo or validation box: does it scroll
     source_selects: list[dict] = field(default_factory=list)  # projection pickers, on their longest name
     device_state: dict[str, str] = field(default_factory=dict)
+    token_ends: dict[str, dict] = field(default_factory=dict)  # token demo id -> its last frame (TOKEN_DEMOS)
     screenshot: Path | None = None
     seconds: float = 0.0
 
@@ -325,6 +326,31 @@ def play_every_demo(page, record: Tour, *, device: bool) -> dict[str, str]:
     return states
 
 
+TOKEN_DEMOS = ("prefill", "conversation", "decode")  # the demos that show a prompt and an answer as tokens
+
+
+def token_demos_at_their_end(page, record: Tour, view: View, screenshot_dir: Path | None) -> None:
+    """Each token demo as a keyboard reader leaves it: End pressed on its stage (the last frame: the longest
+    answer) and, in prefill, a split character's bytes shown by focus. Records whether the page still fits and
+    screenshots the demo (demo-<kind>-<zh|en>-<width>-<palette>.png)."""
+    lang = "en" if record.path.startswith("en/") else "zh"
+    for demo in page.locator(".pd-demo").all():
+        kind = demo.get_attribute("data-pd-demo")
+        if kind not in TOKEN_DEMOS:
+            continue
+        demo.scroll_into_view_if_needed()
+        demo.locator("[data-pd-stage]").focus()
+        page.keyboard.press("End")
+        if kind == "prefill":
+            demo.locator(".pd-token-item").nth(1).focus()
+        end = {"kind": kind, "overflow": page.evaluate(
+            "() => document.documentElement.scrollWidth - document.documentElement.clientWidth")}
+        if screenshot_dir is not None:
+            end["screenshot"] = str(screenshot_dir / f"demo-{kind}-{lang}-{view.width}-{view.palette}.png")
+            demo.screenshot(path=end["screenshot"])
+        record.token_ends[demo.get_attribute("id") or kind] = end
+
+
 def run_axe(page, axe_source: str) -> list[dict]:
     """axe-core's violations on the page. page.evaluate runs outside the page's CSP, unlike a <script>."""
     if not page.evaluate("() => typeof window.axe === 'object'"):
@@ -411,6 +437,9 @@ def take_tour(browser, base_url: str, path: str, name: str, *, axe_source: str |
         if view.play:
             record.device_state = play_every_demo(page, record, device=view.device)
             network.quiet(page)
+        if view.token_ends:
+            token_demos_at_their_end(page, record, view, screenshot_dir)
+        if view.play:
             record.palette_unfollowed = charts_follow_the_palette(page)
         if view.javascript:  # after drawing and playing: a label first needed by a later frame counts too
             record.missing_strings = page.evaluate(MISSING_STRINGS)
