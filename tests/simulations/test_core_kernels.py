@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import simulations.model as M
-from simulations import kernels
+from simulations import kernels, machine
 from simulations.generate import generate
 from simulations.loader import load_model
 from simulations.model import KVCache, decode_attention, decode_batch, prefill
@@ -198,3 +203,18 @@ def test_generation_with_kernels_gives_the_numpy_paths_tokens_on_smollm2(prompt,
     with_kernels = greedy_tokens(model, prompt, 48)
     monkeypatch.setenv("PD_KERNELS", "numpy")
     assert greedy_tokens(model, prompt, 48) == with_kernels
+
+
+@pytest.mark.slow
+def test_the_kernel_tests_pass_with_the_work_split_over_two_threads():
+    """The suite runs the kernels on one thread (tests/conftest.py); this file's tests run again on two, where
+    the kernels split rows, outputs and attention parts between threads."""
+    if machine.available_cores() < 2:
+        pytest.skip("one core: nothing to split")
+    env = {**os.environ, "NUMBA_NUM_THREADS": "2"}
+    command = [sys.executable, "-m", "pytest", __file__, "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+               "-m", "not real_model and not slow"]
+    result = subprocess.run(command, cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout and "failed" not in result.stdout
