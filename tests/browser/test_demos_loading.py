@@ -1,7 +1,8 @@
 """How the demos load: nothing heavy until the reader engages, charts drawn in the frame the player is
-on (see also test_chart_driver.py), subplot titles, bars and ticks that neither collide nor clip on a phone,
-captions with their placeholders filled. Every chart's words (titles, legends, ticks) inside it and clear of
-one another on every page at 320 and 360 px: the tours (tests/browser/test_narrow_screens.py)."""
+on (see also test_chart_driver.py), bars of one width, captions with their placeholders filled. Every chart's
+words (titles and subplot titles, legends, the ticks of every subplot) inside it, clear of one another and of
+the legend's box, on every page at 320 and 360 px and on the desktop: the tours (tests/browser/tour.py's
+CHART_TEXT_CLASHES, asserted in test_narrow_screens.py and test_chart_driver.py)."""
 
 from __future__ import annotations
 
@@ -97,38 +98,6 @@ def drawn_charts(open_page, lang: str, kind: str, width: int):
     return page, log, charts
 
 
-def subplot_title_boxes(chart) -> list[dict]:
-    """Boxes of a chart's subplot titles: its annotations but the source note under the plot."""
-    return chart.evaluate("""el => {
-        const names = el.querySelector('.js-plotly-plot').layout.annotations.map((a) => a.name);
-        return [...el.querySelectorAll('.infolayer g.annotation')]
-          .filter((g) => names[Number(g.dataset.index)] !== 'pd-source')
-          .map((g) => { const r = g.getBoundingClientRect(); return { x: r.x, y: r.y, width: r.width, height: r.height }; });
-    }""")
-
-
-def boxes_overlap(a: dict, b: dict) -> bool:
-    return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and \
-        a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]
-
-
-def overlapping_pairs(boxes: list[dict]) -> list[tuple[dict, dict]]:
-    return [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if boxes_overlap(a, b)]
-
-
-@pytest.mark.parametrize("width", [1280, 360, 320])
-@pytest.mark.parametrize("lang", ["", "en/"])
-def test_recap_subplot_titles_stay_clear_of_the_legend_and_of_each_other(open_page, lang, width):
-    page, log, (chart,) = drawn_charts(open_page, lang, "recap", width)
-    titles = subplot_title_boxes(chart)
-    legend = chart.locator(".legend").first.bounding_box()
-    assert len(titles) == 2 and legend
-    for title in titles:
-        assert not boxes_overlap(title, legend), (title, legend)
-    assert overlapping_pairs(titles) == []
-    log.assert_clean()
-
-
 @pytest.mark.parametrize("width", [1280, 360])
 def test_prefill_time_bars_are_all_drawn_the_same_width(open_page, width):
     """One bar per measured prompt length; on a log axis the first was wider than the chart."""
@@ -137,19 +106,6 @@ def test_prefill_time_bars_are_all_drawn_the_same_width(open_page, width):
     widths = [bar.bounding_box()["width"] for bar in bars]
     assert len(widths) >= 4 and widths[0] > 4, widths
     assert max(widths) - min(widths) <= 1, widths
-    log.assert_clean()
-
-
-@pytest.mark.parametrize("width", [360, 320])
-@pytest.mark.parametrize("lang", ["", "en/"])
-def test_kv_heatmap_labels_do_not_collide_on_a_phone(open_page, lang, width):
-    """Tick labels of K and V (and the two heatmaps' titles) each have a place of their own at phone width."""
-    page, log, charts = drawn_charts(open_page, lang, "prefill", width)
-    heatmap = charts[0]
-    ticks = [tick.bounding_box() for tick in heatmap.locator(".xtick text, .x2tick text, .ytick text").all()]
-    assert len(ticks) >= 4
-    assert overlapping_pairs(ticks) == []
-    assert overlapping_pairs(subplot_title_boxes(heatmap)) == []
     log.assert_clean()
 
 

@@ -79,6 +79,7 @@ class Tour:
     sticking_out: list[str] = field(default_factory=list)
     chart_clashes: list[str] = field(default_factory=list)
     narrow_sliders: list[str] = field(default_factory=list)
+    controls_off_screen: list[str] = field(default_factory=list)  # PLAYER_CONTROLS_OFF_SCREEN
     layout_shifts: list[dict] = field(default_factory=list)
     tables: list[dict] = field(default_factory=list)  # every table in a demo or validation box: does it scroll
     source_selects: list[dict] = field(default_factory=list)  # projection pickers, on their longest name
@@ -113,15 +114,19 @@ STICKING_OUT = """() => [...document.body.querySelectorAll('*')].filter((el) => 
   }).slice(0, 8).map((el) => `${el.tagName.toLowerCase()}.${el.getAttribute('class') || ''}`
     + ` (right edge at ${Math.round(el.getBoundingClientRect().right)} px)`)"""
 
-# The words of every drawn chart (title, axis titles and ticks, legend, annotations such as the source
-# note) that overlap one another or stick out of the chart, and the points' labels that stick out, as
-# "chart: ..." lines for the failure message.
+# The words of every drawn chart (title, axis titles and ticks of every subplot, legend, annotations such as
+# subplot titles and the source note) that overlap one another or stick out of the chart, a legend's box that
+# covers a title, and the points' labels that stick out, as "chart: ..." lines for the failure message.
 CHART_TEXT_CLASHES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap((plot) => {
     const name = plot.closest('[data-pd-demo]')?.dataset.pdDemo || 'chart';
     const chart = plot.getBoundingClientRect();
-    const words = [...plot.querySelectorAll('.gtitle, .xtick text, .ytick text, .g-xtitle text, .g-ytitle text,'
-        + ' .annotation-text, .legendtext')].filter((el) => el.textContent.trim() && el.getBoundingClientRect().width)
-      .map((el) => [el.textContent.slice(0, 40), el.getBoundingClientRect()]);
+    const words = [...plot.querySelectorAll('.gtitle, .xtick text, .ytick text, .x2tick text, .y2tick text,'
+        + ' .g-xtitle text, .g-ytitle text, .g-x2title text, .g-y2title text, .annotation-text, .legendtext')]
+      .filter((el) => el.textContent.trim() && el.getBoundingClientRect().width)
+      .map((el) => [el.textContent.slice(0, 40), el.getBoundingClientRect(), el.closest('.legend'),
+                    el.matches('.gtitle, .annotation-text')]);
+    const legends = [...plot.querySelectorAll('.legend')].map((legend) => [legend, legend.getBoundingClientRect()])
+      .filter(([, box]) => box.width);
     // A point's own label (a roofline's "Prefill") is checked for running off the chart, not for overlaps: it
     // sits beside its point, which may be near a tick or the legend by the data.
     const labels = [...plot.querySelectorAll('.textpoint text')].filter((el) => el.textContent.trim()
@@ -129,10 +134,15 @@ CHART_TEXT_CLASHES = """() => [...document.querySelectorAll('.js-plotly-plot')].
     const clashes = [...words, ...labels].filter(([, box]) => box.left < chart.left - 1 || box.right > chart.right + 1)
       .map(([text, box]) => `${name}: "${text}" runs off the chart (${Math.round(box.left - chart.left)}`
         + `..${Math.round(box.right - chart.left)} px of ${Math.round(chart.width)})`);
+    const overlap = (boxA, boxB) => Math.min(boxA.right, boxB.right) - Math.max(boxA.left, boxB.left) > 1
+      && Math.min(boxA.bottom, boxB.bottom) - Math.max(boxA.top, boxB.top) > 1;
     words.forEach(([a, boxA], i) => words.slice(i + 1).forEach(([b, boxB]) => {
-      const across = Math.min(boxA.right, boxB.right) - Math.max(boxA.left, boxB.left);
-      const down = Math.min(boxA.bottom, boxB.bottom) - Math.max(boxA.top, boxB.top);
-      if (across > 1 && down > 1) clashes.push(`${name}: "${a}" overlaps "${b}"`);
+      if (overlap(boxA, boxB)) clashes.push(`${name}: "${a}" overlaps "${b}"`);
+    }));
+    // A title (the chart's, a subplot's) clear of the legend's whole box, its symbols included. (A tick label
+    // only of the legend's words: the box's padding may reach over a tick beside it.)
+    legends.forEach(([legend, box]) => words.forEach(([word, wordBox, inLegend, title]) => {
+      if (title && inLegend !== legend && overlap(box, wordBox)) clashes.push(`${name}: the legend covers "${word}"`);
     }));
     return clashes;
   })"""
@@ -178,6 +188,18 @@ def charts_follow_the_palette(page) -> list[str]:
 # Every demo that showed a label key instead of its text (assets/pd/dom.js records the keys its JSON lacked).
 MISSING_STRINGS = """() => Object.fromEntries([...document.querySelectorAll('.pd-demo[data-pd-missing-strings]')]
     .map((el) => [el.id || el.dataset.pdDemo, el.dataset.pdMissingStrings]))"""
+
+# Each player's controls (Play, steps, the named scrubber and its value) that leave the screen on either side,
+# and players whose value beside the scrubber (the prompt length) is empty: on a phone they wrap instead.
+PLAYER_CONTROLS_OFF_SCREEN = """() => [...document.querySelectorAll('.pd-demo .pd-controls')].flatMap((controls) => {
+    const name = controls.closest('[data-pd-demo]').dataset.pdDemo;
+    const value = controls.querySelector('.pd-controls__value');
+    const off = [...controls.querySelectorAll('button, input, output, label')].filter((part) => {
+      const box = part.getBoundingClientRect();
+      return box.width && (box.right > innerWidth + 0.5 || box.left < -0.5);
+    }).map((part) => `${name}: ${part.tagName.toLowerCase()}.${part.className} off the screen`);
+    return value && !value.textContent.trim() ? [...off, `${name}: the scrubber's value is empty`] : off;
+  })"""
 
 # Sliders narrower than a finger can set (the prompt-length scrubber was 25 px wide at 320 px).
 NARROW_SLIDERS = """() => [...document.querySelectorAll('.pd-demo input[type=range]')]
@@ -427,6 +449,7 @@ def take_tour(browser, base_url: str, path: str, name: str, *, axe_source: str |
         if view.javascript:
             record.chart_clashes = page.evaluate(CHART_TEXT_CLASHES)
             record.narrow_sliders = page.evaluate(NARROW_SLIDERS)
+            record.controls_off_screen = page.evaluate(PLAYER_CONTROLS_OFF_SCREEN)
         if view.axe and axe_source is not None:
             record.axe = run_axe(page, axe_source)
         if view.screenshot and screenshot_dir is not None:

@@ -64,11 +64,25 @@ export function narrowLayout(layout, data, widthPx) {
     top += TITLE_LINE_PX * (lines.length - 1);
   });
   if (top !== margin.t) update["margin.t"] = top;
+  return { ...update, ...sourceNoteLayout(layout, widthPx, { fromTheEdge: true }) };
+}
+
+/**
+ * The source note under the plot, on a chart of any width: when it is wider than the chart (a desktop chart's
+ * note grows with the projections it names), from the chart's left edge on as many lines as it needs, up to
+ * four, the bottom margin grown to hold them. `fromTheEdge`: from the left edge even when it fits (a phone).
+ * Returns a flat Plotly.relayout update (empty when the note fits as it is).
+ */
+export function sourceNoteLayout(layout, widthPx, { fromTheEdge = false } = {}) {
+  const update = {};
+  const margin = { l: 80, r: 80, b: 80, ...layout.margin }; // Plotly's defaults where unset
   const plotWidth = widthPx - margin.l - margin.r;
   (layout.annotations || []).forEach((note, i) => {
     if (note.name !== SOURCE || plotWidth <= 0) return;
     const lines = wrapLines(note.text, widthPx - 8, note.font?.size || 10);
+    if (lines.length === 1 && !fromTheEdge) return;
     update[`annotations[${i}].x`] = -margin.l / plotWidth;
+    update[`annotations[${i}].xanchor`] = "left";
     update[`annotations[${i}].align`] = "left";
     if (lines.length === 1) return;
     update[`annotations[${i}].text`] = lines.join("<br>");

@@ -3,7 +3,7 @@
 // show what the page asks for — a frame (Plotly.animate) or, for a chart given `reveal`, a cheap update
 // of the full figure. The page's controls are the chart's only controls: figures carry none of Plotly's.
 import { h, setText } from "./dom.js";
-import { NARROW_PX, narrowLayout } from "./chart-layout.js";
+import { NARROW_PX, narrowLayout, sourceNoteLayout } from "./chart-layout.js";
 import { whenEngaged, whenNear } from "./engagement.js";
 import { applyUpdate, readPalette, themeUpdate, watchPalette } from "./plotly-theme.js";
 import { schedule } from "./schedule.js";
@@ -134,8 +134,10 @@ export function createChart(figure, text, { reveal = null } = {}) {
         shown = reveal ? null : wanted;
         const { data, layout } = figureAt(figure, shown);
         applyUpdate(layout, themeUpdate(layout, readPalette()));
-        // Plotly does not wrap titles: on a phone, a smaller font keeps a long one inside the chart.
+        // Plotly does not wrap titles: on a phone, a smaller font keeps a long one inside the chart; on any
+        // screen, a source note wider than the chart goes on more lines.
         if (plot.clientWidth && plot.clientWidth < NARROW_PX) applyUpdate(layout, narrowLayout(layout, data, plot.clientWidth));
+        else if (plot.clientWidth) applyUpdate(layout, sourceNoteLayout(layout, plot.clientWidth));
         return Plotly.react(plot, data, layout, CONFIG);
       });
       if (reveal) plot.on("plotly_beforehover", (event) => hoverNotMasked(plot, event));
