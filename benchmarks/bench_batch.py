@@ -15,7 +15,9 @@ machine is shared and noisy (`uptime`).
    of a neighbour's load during one measurement would lower every floor and flatter every ratio).
 2. Batched decode at B = 1..64, each user's cache at 512 tokens (`batch.batched_decode_rows`, the sizes
    timed in interleaved rounds), and one user at 128 and 4096 tokens: step ÷ floor, the one-user share
-   of the bandwidth, the time growth ÷ the bytes growth.
+   of the bandwidth, the time growth ÷ the bytes growth. B = 1 at 512 tokens is one user's step as the site
+   measures it and the batching chapter shows it (`sweep.prompt_length_point`: consecutive steps after a
+   prefill); the B = 1 step timed between the other sizes is printed beside it.
 3. Prefill at 64..2048 tokens: its share of the GEMM peak at each length.
 4. `batch.measure` with its default sizes, as a cold build's hook calls it (its wall time), then through
    the build's result cache twice (a warm build: the second call's time).
@@ -92,6 +94,7 @@ def decode_rounds(model: Any, peaks: list[dict[str, Any]], runs: int, repeats: i
     from simulations.batch import batched_decode_rows
     from simulations.roofline import measure_peaks
     from simulations.serving import prefilled_caches
+    from simulations.sweep import prompt_length_point
 
     quiet = lambda message, fraction: None  # noqa: E731
     batch_caches = prefilled_caches(model, max(BATCHES), CONTEXT, repeats + 2)
@@ -100,7 +103,14 @@ def decode_rounds(model: Any, peaks: list[dict[str, Any]], runs: int, repeats: i
     for _ in range(runs):
         peaks.append(measure_peaks())
         machine = machine_of(peaks[-1])  # provisional: every row gets its floor again from the best ceilings
+        # One user at CONTEXT as the site measures it (the decode chapters' step, which the batching chapter's
+        # B = 1 takes): a prompt's prefill, then consecutive greedy steps, their median. The B = 1 step timed
+        # between the other sizes runs right after B = 64's step, which reads 64 users' caches (1.5 GB): it is
+        # printed beside it, not used.
+        one_user_ms = prompt_length_point(model, CONTEXT, repeats, 1)["decode_ms_per_token"]
         rows = batched_decode_rows(model, batch_caches, BATCHES, CONTEXT, repeats, machine, quiet)
+        between_ms = rows[0]["step_ms"]
+        rows[0] = {**rows[0], "step_ms": one_user_ms, "between_sizes_ms": between_ms}
         ones = {c: batched_decode_rows(model, long_caches[c], [1], c, repeats, machine, quiet)[0] for c in LONG_CONTEXTS}
         raw.append((rows, ones))
     return raw
@@ -314,6 +324,8 @@ def main() -> None:
     print(table(record["checks"]))
     print("\nstep ms (median of rounds): " + " · ".join(f"B={b} {decode['step_ms'][b]['median']:.1f}" for b in BATCHES))
     print("floor ms: " + " · ".join(f"B={row['batch']} {row['floor_ms']:.1f}" for row in decode["runs"][0]["rows"]))
+    print("one user at 512 tokens, ms, as the site measures it / timed between the other sizes: " + " · ".join(
+        f"{run['rows'][0]['step_ms']:.1f} / {run['rows'][0]['between_sizes_ms']:.1f}" for run in decode["runs"]))
     print("one user at 128 / 4096 tokens, ms: " + " · ".join(f"{a:.1f} / {b:.1f}" for a, b in
                                                              (run["long_ms"] for run in decode["runs"])))
     print("prefill share of GEMM peak: " + " · ".join(f"{p['tokens']} {p['share']:.2f}" for p in prefill))
