@@ -157,6 +157,11 @@ def test_step_and_scrub_move_one_token_and_the_keyboard_alone_operates_every_con
             page.wait_for_function("([el, n, s]) => Number(el.dataset.pdCount) !== n || el.dataset.pdState === 'playing'"
                                    " || el.dataset.pdState !== s",
                                    arg=[demo.element_handle(), before, state], timeout=TIMEOUT_MS)
+            # Paused again before the next Tab, without moving the focus: a playback reaching its end while the
+            # focus sits on "step forward" would disable that button and drop the focus to the page.
+            demo.evaluate("el => el.dataset.pdState === 'playing' && el.querySelector('.pd-button--play').click()")
+            page.wait_for_function("el => el.dataset.pdState !== 'playing'", arg=demo.element_handle(),
+                                   timeout=TIMEOUT_MS)
         assert len(names) < 20
     # Play, forward, restart (back is disabled at the start, so out of the tab order), scrubber, speed.
     assert names.count("BUTTON") >= 3 and "INPUT" in names and "SELECT" in names
