@@ -12,7 +12,7 @@ import wasmtime
 from hooks.demos import wasm
 from hooks.demos.blocks import Limits, parse_blocks, validate
 from hooks.demos.builders import BUILDERS
-from hooks.demos.builders.device import BOUND_MARGIN, CLAIMS, PLAN, smollm2_config, split_costs
+from hooks.demos.builders.device import BOUND_MARGIN, CLAIMS, PLAN, PROMPT_TOKENS, smollm2_config, split_costs
 from hooks.demos.strings import Strings
 from simulations import model as M
 from simulations.cost import pass_cost
@@ -39,6 +39,10 @@ def test_device_demo_ships_smollm2_shapes_whatever_model_the_build_loads(measure
                                                              "n_kv_heads": 3, "head_dim": 64, "d_ff": 1536,
                                                              "vocab_size": 49152}
     assert all(key.split(".")[0] in ("common", "device") for key in data["strings"])
+    # The tests' plan carries the costs of its own, shorter prompt; the readers' modes use the workload's.
+    test = data["plan"]["modes"]["test"]
+    assert test["costs"]["prefill"] == split_costs(smollm2_config(), test["prompt_tokens"], 0)
+    assert "costs" not in data["plan"]["modes"]["quick"] and "costs" not in PLAN["modes"]["test"]
 
 
 def test_costs_are_the_build_cost_model_split_into_layers_and_the_rest():
@@ -83,6 +87,7 @@ def test_plan_fits_the_memory_promise_and_repeats_enough_for_a_spread():
     # The tests' plan replaces only plan-wide sizes the worker reads, and measures less than the quick one.
     test, quick = PLAN["modes"]["test"], PLAN["modes"]["quick"]
     assert {key for key in test if key in PLAN} == {"max_layers", "head_rows", "ceiling_repeats", "stream_bytes"}
+    assert test["prompt_tokens"] < PROMPT_TOKENS
     assert test["max_layers"] < quick["max_layers"] and test["head_rows"] < PLAN["head_rows"]
     assert test["stream_bytes"] >= PLAN["least_stream_bytes"]
 

@@ -294,7 +294,7 @@ export async function mount(demo, data) {
       keepWatch();
       if (message.type === "progress") {
         bar.value = Math.round(100 * message.fraction);
-        setText(status, text(`device.stage_${message.stage}`, { layers: message.layers ?? "", tokens: data.workload.prompt_tokens,
+        setText(status, text(`device.stage_${message.stage}`, { layers: message.layers ?? "", tokens: message.tokens ?? data.workload.prompt_tokens,
           repeat: message.repeat ?? "", repeats: message.repeats ?? "" }));
       } else if (message.type === "result") {
         finishRun(null); // "done" once the result is on the page

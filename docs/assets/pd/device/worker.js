@@ -164,10 +164,13 @@ async function ceilings(ops, plan, mode, budget, lowMemory, fixedMs, largest) {
 
 async function measure({ demo, mode: modeName, backend, deviceMemory, workers: wantedWorkers }) {
   const started = performance.now();
-  const { model: shapes, costs, workload } = demo;
+  const { model: shapes } = demo;
   const mode = demo.plan.modes[modeName];
-  // A mode may replace plan-wide sizes (the tests' plan: fewer LM-head rows, a smaller streaming buffer).
+  // A mode may replace plan-wide sizes and the prompt, with that prompt's costs (the tests' plan: fewer
+  // LM-head rows, a smaller streaming buffer, a shorter prompt); the result reports what was measured.
   const plan = { ...demo.plan, ...Object.fromEntries(Object.entries(mode).filter(([key]) => key in demo.plan)) };
+  const workload = { ...demo.workload, prompt_tokens: mode.prompt_tokens ?? demo.workload.prompt_tokens };
+  const costs = mode.costs ?? demo.costs;
   const lowMemory = Number.isFinite(deviceMemory) && deviceMemory <= 2;
   let budget = lowMemory ? plan.low_memory_budget_bytes : plan.memory_budget_bytes;
   const workers = Math.max(1, Math.min(MAX_WORKERS, wantedWorkers || self.navigator?.hardwareConcurrency || 1));
@@ -214,7 +217,7 @@ async function measure({ demo, mode: modeName, backend, deviceMemory, workers: w
   const tokens = seededTokens(prompt + mode.decode_steps, sizes.vocabRows, workload.weight_seed + 1);
   const prefills = [];
   for (let r = 0; r < repeats; r += 1) {
-    progress("prefill", 0.25 + 0.55 * r / repeats, { layers, repeat: r + 1, repeats });
+    progress("prefill", 0.25 + 0.55 * r / repeats, { layers, repeat: r + 1, repeats, tokens: prompt });
     model.reset();
     prefills.push(await model.prefill(tokens.slice(0, prompt)));
   }
@@ -225,7 +228,7 @@ async function measure({ demo, mode: modeName, backend, deviceMemory, workers: w
   }
   ops.destroy();
   return deviceResult({
-    demo, backend: ops.name, variant: ops.variant || null, workers: ops.name === "wasm" ? ops.workers : 1,
+    demo: { ...demo, workload, costs }, backend: ops.name, variant: ops.variant || null, workers: ops.name === "wasm" ? ops.workers : 1,
     adapter: ops.adapterInfo || null, software: ops.software === true || ops.name === "js", notes, mode: modeName,
     peaks, fixedMs, ceilingRuns: plan.ceiling_repeats, computeRuns: peaks.compute.runs,
     layers, vocabRows: sizes.vocabRows, prefills, decodes, check: { passed: check.passed, max_rel_diff: check.max_rel_diff },
