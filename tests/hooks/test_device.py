@@ -86,10 +86,9 @@ def test_plan_fits_the_memory_promise_and_repeats_enough_for_a_spread():
     assert all(mode["repeats"] >= 3 and mode["decode_steps"] >= 3 for mode in PLAN["modes"].values())
     # The tests' plan replaces only plan-wide sizes the worker reads, and measures less than the quick one.
     test, quick = PLAN["modes"]["test"], PLAN["modes"]["quick"]
-    assert {key for key in test if key in PLAN} == {"max_layers", "stream_bytes"}
+    assert {key for key in test if key in PLAN} == {"max_layers"}  # the ceilings are measured as for a reader
     assert test["prompt_tokens"] < PROMPT_TOKENS
     assert test["max_layers"] < quick["max_layers"]
-    assert test["stream_bytes"] >= PLAN["least_stream_bytes"]
 
 
 # --- the WebAssembly kernels, run from Python by wasmtime against numpy ----------------------------

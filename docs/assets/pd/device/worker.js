@@ -166,8 +166,8 @@ async function measure({ demo, mode: modeName, backend, deviceMemory, workers: w
   const started = performance.now();
   const { model: shapes } = demo;
   const mode = demo.plan.modes[modeName];
-  // A mode may replace plan-wide sizes and the prompt, with that prompt's costs (the tests' plan: fewer
-  // LM-head rows, a smaller streaming buffer, a shorter prompt); the result reports what was measured.
+  // A mode may replace plan-wide sizes (max_layers) and the prompt, with that prompt's costs (the tests' plan:
+  // one layer, a shorter prompt); the result reports what was measured.
   const plan = { ...demo.plan, ...Object.fromEntries(Object.entries(mode).filter(([key]) => key in demo.plan)) };
   const workload = { ...demo.workload, prompt_tokens: mode.prompt_tokens ?? demo.workload.prompt_tokens };
   const costs = mode.costs ?? demo.costs;
