@@ -164,11 +164,10 @@ async function ceilings(ops, plan, mode, budget, lowMemory, fixedMs, largest) {
 
 async function measure({ demo, mode: modeName, backend, deviceMemory, workers: wantedWorkers }) {
   const started = performance.now();
-  const { model: shapes } = demo;
-  const mode = demo.plan.modes[modeName];
-  // A mode may replace plan-wide sizes (max_layers) and the prompt, with that prompt's costs (the tests' plan:
-  // one layer, a shorter prompt); the result reports what was measured.
-  const plan = { ...demo.plan, ...Object.fromEntries(Object.entries(mode).filter(([key]) => key in demo.plan)) };
+  const { plan, model: shapes } = demo;
+  const mode = plan.modes[modeName];
+  // A mode may bring a prompt of its own, with that prompt's costs (the tests' plan: a shorter prompt); the
+  // result reports what was measured.
   const workload = { ...demo.workload, prompt_tokens: mode.prompt_tokens ?? demo.workload.prompt_tokens };
   const costs = mode.costs ?? demo.costs;
   const lowMemory = Number.isFinite(deviceMemory) && deviceMemory <= 2;
