@@ -52,9 +52,19 @@ FAST = {"reassoc", "contract", "arcp", "nsz"}
 F32 = np.float32
 
 
+# os.environ.get took 1.3 µs here (it encodes the name, and an unset name raises and catches a KeyError), and a
+# decode step asks which path to take about 270 times: 2% of a step. os.environ keeps the variables in a dict of
+# bytes, which its setting (and pytest's monkeypatch.setenv) update; read there, the answer takes 30 ns.
+_ENVIRON_BYTES = getattr(os.environ, "_data", None)
+_PATH_KEY = os.environ.encodekey("PD_KERNELS") if _ENVIRON_BYTES is not None else None
+
+
 def selected_path() -> str:
     """"numba" (the default) or "numpy", from $PD_KERNELS; read at each call, so a test can switch it."""
-    path = os.environ.get("PD_KERNELS", "numba") or "numba"
+    raw = _ENVIRON_BYTES.get(_PATH_KEY) if _ENVIRON_BYTES is not None else os.environ.get("PD_KERNELS")
+    if not raw:
+        return "numba"
+    path = os.environ.decodevalue(raw) if isinstance(raw, bytes) else raw
     if path not in PATHS:
         raise ValueError(f"PD_KERNELS={path!r}: allowed values are {', '.join(PATHS)}")
     return path
@@ -326,35 +336,46 @@ def one_token_attention(q: np.ndarray, keys: np.ndarray, values: np.ndarray, lay
     token's included) are attended. Equals model.decode_attention on the same rows.
     """
     n, heads, hd = q.shape
-    kv_heads = keys.shape[2]
-    parts = _parts(n * kv_heads, int(lengths.max()), numba.get_num_threads())
     out = np.empty((n, heads, hd), dtype=F32)
-    scaled = np.multiply(q, F32(1 / math.sqrt(hd)), dtype=F32)  # scores are q·k / sqrt(hd): scale the small operand
-    _one_token_attention(scaled, keys, values, layer, first_slot, np.asarray(lengths, dtype=np.int64), parts, out)
+    # Everything else happens compiled: a decode step makes one call per layer, and each numpy call or Python
+    # line around it cost about as much as attending over a hundred cached tokens.
+    _one_token_attention(q, keys, values, layer, first_slot, np.asarray(lengths, dtype=np.int64),
+                         F32(1 / math.sqrt(hd)), numba.get_num_threads(), out)
     return out.reshape(n, heads * hd)
 
 
-def _parts(pairs: int, longest: int, threads: int) -> int:
+@njit(cache=True)
+def _parts(pairs, longest, threads):  # pragma: no cover -- compiled; tested through one_token_attention
     """How many parts each (sequence, KV head) pair's context is split into: enough for several jobs per core,
     none shorter than TOKENS_PER_PART, and a whole number of jobs per core when the pairs alone do not give one
     (one user's 3 KV heads in 3 parts made 9 jobs for 2 cores: one core did 5 while the other waited)."""
     most = max(1, -(-longest // TOKENS_PER_PART))
-    wanted = min(most, -(-4 * threads // pairs))
-    for parts in range(max(1, wanted), most + 1):
+    wanted = max(1, min(most, -(-4 * threads // pairs)))
+    for parts in range(wanted, most + 1):
         if pairs * parts % threads == 0:
             return parts
-    return max(1, wanted)
+    return wanted
 
 
 @njit(parallel=True, fastmath=FAST, cache=True)
-def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, out):  # pragma: no cover
+def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, threads, out):  # pragma: no cover
     n, heads, hd = q.shape
     kv_heads = keys.shape[2]
     rep = heads // kv_heads  # query heads per KV head
+    longest = 0
+    for length in lengths:  # a loop, not lengths.max(): that too would be a parallel loop of its own (see below)
+        longest = max(longest, length)
+    parts = _parts(n * kv_heads, longest, threads)  # threads: numba's (a compiled call to it can't be cached)
+    longest_part = -(-longest // parts)
     jobs = n * kv_heads * parts
+    # np.empty, never np.zeros, outside the parallel loop: numba runs each np.zeros as a parallel loop of its own,
+    # and starting one cost more than attending over a hundred tokens. Each job zeroes its own rows.
     part_max = np.empty((jobs, rep), dtype=np.float32)
-    part_sum = np.zeros((jobs, rep), dtype=np.float32)
-    part_out = np.zeros((jobs, rep, hd), dtype=np.float32)
+    part_sum = np.empty((jobs, rep), dtype=np.float32)
+    part_out = np.empty((jobs, rep, hd), dtype=np.float32)
+    # Each job's scratch, allocated once here rather than once per job inside the parallel loop.
+    all_scores = np.empty((jobs, rep, longest_part), dtype=np.float32)
+    all_powers = np.empty((jobs, longest_part), dtype=np.int32)
     for job_index in prange(jobs):
         job = np.int64(job_index)  # prange's index may be unsigned, and unsigned // signed is a float in numba
         seq, rest = divmod(job, kv_heads * parts)
@@ -362,15 +383,19 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, out
         slot, length = first_slot + seq, lengths[seq]
         per_part = -(-length // parts)
         start, stop = part * per_part, min(length, (part + 1) * per_part)
+        for r in range(rep):
+            part_max[job, r], part_sum[job, r] = 0, 0
+            for d in range(hd):
+                part_out[job, r, d] = 0
         if start >= stop:
-            part_max[job, :] = 0
             continue  # nothing left for this part: its sum stays 0, so it weighs nothing below
         k, v = keys[layer, slot, group], values[layer, slot, group]  # (max_tokens, hd)
         m = stop - start
-        mine = q[seq, group * rep:(group + 1) * rep]  # this group's query heads, already scaled
-        # Scores: each key row read once for every query head that shares it; KEYS_AT_ONCE keys per pass give
-        # the multiply-adds independent chains (one key at a time waits on each sum's latency).
-        scores = np.empty((rep, m), dtype=np.float32)
+        mine = q[seq, group * rep:(group + 1) * rep]  # this group's query heads
+        # Scores q·k, scaled by 1/sqrt(hd) below: each key row read once for every query head that shares it;
+        # KEYS_AT_ONCE keys per pass give the multiply-adds independent chains (one key at a time waits on each
+        # sum's latency).
+        scores = all_scores[job]
         grouped = m - m % KEYS_AT_ONCE  # keys taken KEYS_AT_ONCE at a time; the rest one by one
         for j in range(0, grouped, KEYS_AT_ONCE):
             k0, k1, k2, k3 = k[start + j], k[start + j + 1], k[start + j + 2], k[start + j + 3]
@@ -390,19 +415,19 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, parts, out
                     s += mine[r, d] * k[start + j, d]
                 scores[r, j] = s
         # Softmax numerators, exp(score - max), and their sum.
-        powers = np.empty(m, dtype=np.int32)
+        powers = all_powers[job, :m]
         for r in range(rep):
-            row = scores[r]
+            row = scores[r, :m]
             top = row[0]
             for j in range(1, m):
                 top = max(top, row[j])
-            for j in range(m):
-                row[j] -= top
+            for j in range(m):  # scaling after the maximum: the scale is positive, so the maximum is the same key's
+                row[j] = (row[j] - top) * scale
             _exp_row(row, powers)
             total = np.float32(0)
             for j in range(m):
                 total += row[j]
-            part_max[job, r], part_sum[job, r] = top, total
+            part_max[job, r], part_sum[job, r] = top * scale, total
         # Weighted values: each value row read once likewise; KEYS_AT_ONCE rows per pass store the sums a quarter
         # as often (one row at a time, every multiply-add waited on the last one's store).
         mixed = part_out[job]  # (rep, hd), zeros
