@@ -339,8 +339,10 @@ def one_token_attention(q: np.ndarray, keys: np.ndarray, values: np.ndarray, lay
     out = np.empty((n, heads, hd), dtype=F32)
     # Everything else happens compiled: a decode step makes one call per layer, and each numpy call or Python
     # line around it cost about as much as attending over a hundred cached tokens.
-    _one_token_attention(q, keys, values, layer, first_slot, np.asarray(lengths, dtype=np.int64),
-                         F32(1 / math.sqrt(hd)), numba.get_num_threads(), out)
+    # q contiguous: the model's queries are a view into its fused QKV product, and compiled for a strided q the
+    # score loops were not vectorised (a step of 64 users took 147 ms of attention instead of 80).
+    _one_token_attention(np.ascontiguousarray(q), keys, values, layer, first_slot, np.asarray(lengths, dtype=np.int64),
+                         F32(1 / math.sqrt(hd)), numba.config.NUMBA_NUM_THREADS, out)
     return out.reshape(n, heads * hd)
 
 
@@ -365,7 +367,9 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, thr
     longest = 0
     for length in lengths:  # a loop, not lengths.max(): that too would be a parallel loop of its own (see below)
         longest = max(longest, length)
-    parts = _parts(n * kv_heads, longest, threads)  # threads: numba's (a compiled call to it can't be cached)
+    # threads: numba's team ($NUMBA_NUM_THREADS; nothing here calls set_num_threads). get_num_threads() took 1.5 µs
+    # from Python, and called compiled it keeps the function out of numba's cache.
+    parts = _parts(n * kv_heads, longest, threads)
     longest_part = -(-longest // parts)
     jobs = n * kv_heads * parts
     # np.empty, never np.zeros, outside the parallel loop: numba runs each np.zeros as a parallel loop of its own,
