@@ -356,6 +356,9 @@ def _parts(pairs, longest, threads):  # pragma: no cover -- compiled; tested thr
     for parts in range(wanted, most + 1):
         if pairs * parts % threads == 0:
             return parts
+    for parts in range(wanted - 1, 0, -1):  # fewer, longer parts, when more would be too short (513 tokens: 2, not 3)
+        if pairs * parts % threads == 0:
+            return parts
     return wanted
 
 
