@@ -203,13 +203,17 @@ def _rows_times_weight(x, w, y):  # pragma: no cover -- compiled; tested through
 # products stay eight lanes wide until its scale multiplies them into a vector accumulator; three blocks a pass,
 # each with its own accumulator (one alone waited on its latency: 11.6 against 6.9 cycles a block in cache);
 # and each pass asks for the bytes 2 KiB ahead (LLVM's `prefetch`), without which, with the arithmetic
-# between its loads, a core's stream stayed at 8-9 GB/s. A one-user step's products, interleaved with the numba
-# loops: Q8_0's 121 matrices 12.2 -> 7.5 ms, Q4_1's layers 17.9 -> 7.6 ms (benchmarks/README.md).
+# between its loads, a core's stream stayed at 8-9 GB/s. F16 rows go the same way, 32 halves at a time. A one-user
+# step's products, interleaved with the numba loops: Q8_0's 121 matrices 12.2 -> 7.5 ms, Q4_1's layers 17.9 ->
+# 7.6-8.2, F16's 121 matrices 16.2 -> 12.1 (benchmarks/README.md).
 
 def rows_times_blocks(x: np.ndarray, w) -> np.ndarray:
     """x @ W.T for x (rows, in) float32 and a `quantized.QuantizedWeight` W: every block read once for all rows."""
     x = np.ascontiguousarray(x, dtype=F32)
     y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
+    if w.format == "f16" and w.shape[1] % 32 == 0:  # rows of halves, taken 32 at a time as if they were blocks
+        _rows_times_halves(x, np.ascontiguousarray(w.data).view(np.uint8).reshape(w.shape[0], -1, 64), y)
+        return y
     if w.format == "f16":
         _rows_times_f16(x, w.data.view(np.uint16), y)
         return y
@@ -301,6 +305,15 @@ def _q8_0_block(builder, block, xs, accumulator):
                        accumulator)
 
 
+def _halves_block(builder, block, xs, accumulator):
+    """accumulator + w · x, eight lanes wide, over 32 f16 weights (F16C converts eight in one instruction)."""
+    for i in range(4):
+        halves = builder.bitcast(_ir_load(builder, block, 16 * i, ir.VectorType(_I8, 16)), ir.VectorType(ir.HalfType(), 8))
+        accumulator = _ir_fmuladd(builder, builder.fpext(halves, _LANES), _ir_load(builder, xs, 8 * i, _LANES),
+                                  accumulator)
+    return accumulator
+
+
 def _q4_block(with_min):
     def block_dot(builder, block, xs, accumulator):
         """accumulator + d · (q · x) + m · x, eight lanes wide, over one Q4 block: f16 d (Q4_1: then f16 m), then
@@ -379,9 +392,17 @@ def _row_dot_intrinsic(block_dot, block_bytes):
     return row_dot
 
 
+_halves_row_dot = _row_dot_intrinsic(_halves_block, 64)
 _q8_0_row_dot = _row_dot_intrinsic(_q8_0_block, 34)
 _q4_0_row_dot = _row_dot_intrinsic(_q4_block(with_min=False), 18)
 _q4_1_row_dot = _row_dot_intrinsic(_q4_block(with_min=True), 20)
+
+
+@njit(parallel=True, cache=True)
+def _rows_times_halves(x, blocks, y):  # pragma: no cover -- compiled
+    for r in prange(blocks.shape[0]):
+        for b in range(x.shape[0]):
+            y[b, r] = _halves_row_dot(blocks, r, x, b)
 
 
 @njit(parallel=True, cache=True)

@@ -67,6 +67,14 @@ def test_kernel_equals_dequantize_then_numpy(fmt, rows, n_out, n_in):
     close(got, x @ w.dequantize().T)
 
 
+@pytest.mark.parametrize("rows", [1, 3])
+def test_half_rows_of_any_length_equal_dequantize_then_numpy(rows):
+    """F16 rows whose length is no multiple of 32 (the kernel takes 32 halves at a time) have a loop of their own."""
+    w = random_blocks("f16", 9, 40, seed=rows)
+    x = np.random.default_rng(rows).standard_normal((rows, 40), dtype=np.float32)
+    close(kernels.rows_times_blocks(x, w), x @ w.dequantize().T)
+
+
 @pytest.mark.parametrize("fmt", ["f16", *BLOCK_FORMATS])
 def test_tile_dequantization_is_the_reference_exactly(fmt):
     w = random_blocks(fmt, 90, 160, seed=3)
