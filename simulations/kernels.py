@@ -297,12 +297,18 @@ def _ir_sum_of_four(builder, vectors):  # a tree, so that no addition waits on t
     return builder.fadd(builder.fadd(vectors[0], vectors[1]), builder.fadd(vectors[2], vectors[3]))
 
 
+def _ir_dot_of_four(builder, qs, xs):  # Σ q_i · x_i over four vectors: one product, then three fused
+    total = builder.fmul(qs[0], xs[0])
+    for q, x in zip(qs[1:], xs[1:], strict=True):
+        total = _ir_fmuladd(builder, q, x, total)
+    return total
+
+
 def _q8_0_block(builder, block, xs, accumulator):
     """accumulator + d · (q · x), eight lanes wide, over one Q8_0 block: f16 d, then 32 int8 q."""
-    products = [builder.fmul(builder.sitofp(_ir_load(builder, block, 2 + 8 * i, ir.VectorType(_I8, 8)), _LANES),
-                             _ir_load(builder, xs, 8 * i, _LANES)) for i in range(4)]
-    return _ir_fmuladd(builder, _ir_splat(builder, _ir_half(builder, block, 0)), _ir_sum_of_four(builder, products),
-                       accumulator)
+    qs = [builder.sitofp(_ir_load(builder, block, 2 + 8 * i, ir.VectorType(_I8, 8)), _LANES) for i in range(4)]
+    total = _ir_dot_of_four(builder, qs, [_ir_load(builder, xs, 8 * i, _LANES) for i in range(4)])
+    return _ir_fmuladd(builder, _ir_splat(builder, _ir_half(builder, block, 0)), total, accumulator)
 
 
 def _halves_block(builder, block, xs, accumulator):
@@ -328,8 +334,8 @@ def _q4_block(with_min):
         nibbles = ([builder.and_(half, ir.Constant(_WORDS, [15] * 8)) for half in halves]
                    + [builder.lshr(half, ir.Constant(_WORDS, [4] * 8)) for half in halves])
         xs_ = [_ir_load(builder, xs, 8 * i, _LANES) for i in range(4)]
-        products = [builder.fmul(builder.sitofp(q, _LANES), x) for q, x in zip(nibbles, xs_, strict=True)]
-        accumulator = _ir_fmuladd(builder, _ir_splat(builder, d), _ir_sum_of_four(builder, products), accumulator)
+        total = _ir_dot_of_four(builder, [builder.sitofp(q, _LANES) for q in nibbles], xs_)
+        accumulator = _ir_fmuladd(builder, _ir_splat(builder, d), total, accumulator)
         return _ir_fmuladd(builder, _ir_splat(builder, m), _ir_sum_of_four(builder, xs_), accumulator)
     return block_dot
 
