@@ -205,7 +205,7 @@ def _rows_times_weight(x, w, y):  # pragma: no cover -- compiled; tested through
 # and each pass asks for the bytes 2 KiB ahead (LLVM's `prefetch`), without which, with the arithmetic
 # between its loads, a core's stream stayed at 8-9 GB/s. F16 rows go the same way, 32 halves at a time. A one-user
 # step's products, interleaved with the numba loops: Q8_0's 121 matrices 12.2 -> 7.5 ms, Q4_1's layers 17.9 ->
-# 7.6-8.2, F16's 121 matrices 16.2 -> 12.1 (benchmarks/README.md).
+# 5.6, F16's 121 matrices 16.2 -> 12.1 (benchmarks/README.md).
 
 def rows_times_blocks(x: np.ndarray, w) -> np.ndarray:
     """x @ W.T for x (rows, in) float32 and a `quantized.QuantizedWeight` W: every block read once for all rows."""
@@ -304,26 +304,28 @@ def _ir_dot_of_four(builder, qs, xs):  # Σ q_i · x_i over four vectors: one pr
     return total
 
 
-def _q8_0_block(builder, block, xs, accumulator):
+def _q8_0_block(builder, block, xs, x_sum, accumulator, offsets):
     """accumulator + d · (q · x), eight lanes wide, over one Q8_0 block: f16 d, then 32 int8 q."""
     qs = [builder.sitofp(_ir_load(builder, block, 2 + 8 * i, ir.VectorType(_I8, 8)), _LANES) for i in range(4)]
     total = _ir_dot_of_four(builder, qs, [_ir_load(builder, xs, 8 * i, _LANES) for i in range(4)])
-    return _ir_fmuladd(builder, _ir_splat(builder, _ir_half(builder, block, 0)), total, accumulator)
+    return _ir_fmuladd(builder, _ir_splat(builder, _ir_half(builder, block, 0)), total, accumulator), offsets
 
 
-def _halves_block(builder, block, xs, accumulator):
+def _halves_block(builder, block, xs, x_sum, accumulator, offsets):
     """accumulator + w · x, eight lanes wide, over 32 f16 weights (F16C converts eight in one instruction)."""
     for i in range(4):
         halves = builder.bitcast(_ir_load(builder, block, 16 * i, ir.VectorType(_I8, 16)), ir.VectorType(ir.HalfType(), 8))
         accumulator = _ir_fmuladd(builder, builder.fpext(halves, _LANES), _ir_load(builder, xs, 8 * i, _LANES),
                                   accumulator)
-    return accumulator
+    return accumulator, offsets
 
 
 def _q4_block(with_min):
-    def block_dot(builder, block, xs, accumulator):
-        """accumulator + d · (q · x) + m · x, eight lanes wide, over one Q4 block: f16 d (Q4_1: then f16 m), then
-        16 bytes holding weights 0-15 in their low nibbles and 16-31 in their high ones. Q4_0: m = −8·d."""
+    def block_dot(builder, block, xs, x_sum, accumulator, offsets):
+        """accumulator + d · (q · x), eight lanes wide, and offsets + m · Σx, over one Q4 block: f16 d (Q4_1: then
+        f16 m), then 16 bytes holding weights 0-15 in their low nibbles and 16-31 in their high ones; Q4_0's m is
+        −8·d. Σx, the block's sum of x, is the same for every output row: summed once a call (`_block_sums`),
+        where adding it up in each block cost the step's Q4_1 products a quarter of their time."""
         d = _ir_half(builder, block, 0)
         m = _ir_half(builder, block, 2) if with_min else builder.fmul(d, ir.Constant(_F32, -8.0))
         first = 4 if with_min else 2
@@ -336,17 +338,20 @@ def _q4_block(with_min):
         xs_ = [_ir_load(builder, xs, 8 * i, _LANES) for i in range(4)]
         total = _ir_dot_of_four(builder, [builder.sitofp(q, _LANES) for q in nibbles], xs_)
         accumulator = _ir_fmuladd(builder, _ir_splat(builder, d), total, accumulator)
-        return _ir_fmuladd(builder, _ir_splat(builder, m), _ir_sum_of_four(builder, xs_), accumulator)
+        fused = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_F32, [_F32] * 3), "llvm.fmuladd.f32")
+        return accumulator, builder.call(fused, [m, builder.load(x_sum), offsets])
     return block_dot
 
 
 def _row_dot_intrinsic(block_dot, block_bytes):
-    """A numba intrinsic row_dot(blocks, r, x, b) -> float32: output row r of a block matrix (out, in / 32,
-    block_bytes uint8; a row's blocks packed) times row b of x (rows, in; float32, each row contiguous)."""
+    """A numba intrinsic row_dot(blocks, r, x, b, x_sums) -> float32: output row r of a block matrix (out, in / 32,
+    block_bytes uint8; a row's blocks packed) times row b of x (rows, in; float32, each row contiguous). x_sums
+    (rows, in / 32 float32) holds each block's sum of x, for the formats with an offset (`block_dot` returns a
+    vector and a scalar sum: the products, and the offsets times Σx); the others are handed x and read none."""
     @intrinsic
-    def row_dot(typingctx, blocks, row, x, x_row):
+    def row_dot(typingctx, blocks, row, x, x_row, x_sums):
         def codegen(context, builder, signature, args):
-            blocks_type, _, x_type, _ = signature.args
+            blocks_type, _, x_type, _, sums_type = signature.args
             zero = context.get_constant(types.intp, 0)
 
             def address(array_type, value, indices):
@@ -360,6 +365,8 @@ def _row_dot_intrinsic(block_dot, block_bytes):
             _, x_start = address(x_type, args[2], [args[3], zero])
             row_start = builder.bitcast(row_start, _I8.as_pointer())
             x_start = builder.bitcast(x_start, _F32.as_pointer())
+            _, sums_start = address(sums_type, args[4], [args[3], zero])
+            sums_start = builder.bitcast(sums_start, _F32.as_pointer())
             n_blocks = cgutils.unpack_tuple(builder, blocks_array.shape)[1]
             count = lambda value: ir.Constant(n_blocks.type, value)  # noqa: E731
             prefetch = cgutils.get_or_insert_function(  # a hint (it never faults): read, keep in every cache level
@@ -368,11 +375,17 @@ def _row_dot_intrinsic(block_dot, block_bytes):
             accumulators = [cgutils.alloca_once(builder, _LANES) for _ in range(BLOCKS_A_PASS)]  # registers, once
             for accumulator in accumulators:  # LLVM has promoted them
                 builder.store(ir.Constant(_LANES, [0.0] * 8), accumulator)
+            offsets = [cgutils.alloca_once(builder, _F32) for _ in range(BLOCKS_A_PASS)]
+            for offset in offsets:
+                builder.store(ir.Constant(_F32, 0.0), offset)
 
-            def add_block(index, accumulator):
+            def add_block(index, accumulator, offset):
                 block = builder.gep(row_start, [builder.mul(index, count(block_bytes))])
                 xs = builder.gep(x_start, [builder.mul(index, count(32))])
-                builder.store(block_dot(builder, block, xs, builder.load(accumulator)), accumulator)
+                vector, scalar = block_dot(builder, block, xs, builder.gep(sums_start, [index]), builder.load(accumulator),
+                                           builder.load(offset))
+                builder.store(vector, accumulator)
+                builder.store(scalar, offset)
 
             passes = builder.sdiv(n_blocks, count(BLOCKS_A_PASS))
             with cgutils.for_range(builder, passes) as loop:
@@ -383,18 +396,20 @@ def _row_dot_intrinsic(block_dot, block_bytes):
                     builder.call(prefetch, [builder.gep(ahead, [ir.Constant(_I32, line)]), ir.Constant(_I32, 0),
                                             ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
                 for i, accumulator in enumerate(accumulators):
-                    add_block(builder.add(first, count(i)), accumulator)
+                    add_block(builder.add(first, count(i)), accumulator, offsets[i])
             done = builder.mul(passes, count(BLOCKS_A_PASS))
             with cgutils.for_range(builder, builder.sub(n_blocks, done)) as loop:  # the blocks left, fewer than a pass
-                add_block(builder.add(done, loop.index), accumulators[0])
+                add_block(builder.add(done, loop.index), accumulators[0], offsets[0])
             lanes = builder.load(accumulators[0])
             for accumulator in accumulators[1:]:
                 lanes = builder.fadd(lanes, builder.load(accumulator))
             total = builder.extract_element(lanes, ir.Constant(_I32, 0))
             for lane in range(1, 8):
                 total = builder.fadd(total, builder.extract_element(lanes, ir.Constant(_I32, lane)))
+            for offset in offsets:
+                total = builder.fadd(total, builder.load(offset))
             return total
-        return types.float32(blocks, row, x, x_row), codegen
+        return types.float32(blocks, row, x, x_row, x_sums), codegen
     return row_dot
 
 
@@ -404,32 +419,46 @@ _q4_0_row_dot = _row_dot_intrinsic(_q4_block(with_min=False), 18)
 _q4_1_row_dot = _row_dot_intrinsic(_q4_block(with_min=True), 20)
 
 
+@njit(inline="always")
+def _block_sums(x, n_blocks):  # pragma: no cover -- compiled
+    sums = np.empty((x.shape[0], n_blocks), dtype=np.float32)
+    for b in range(x.shape[0]):
+        for kb in range(n_blocks):
+            total = F32(0)
+            for j in range(32):
+                total += x[b, kb * 32 + j]
+            sums[b, kb] = total
+    return sums
+
+
 @njit(parallel=True, cache=True)
 def _rows_times_halves(x, blocks, y):  # pragma: no cover -- compiled
     for r in prange(blocks.shape[0]):
         for b in range(x.shape[0]):
-            y[b, r] = _halves_row_dot(blocks, r, x, b)
+            y[b, r] = _halves_row_dot(blocks, r, x, b, x)  # no block sums: x, unread
 
 
 @njit(parallel=True, cache=True)
 def _rows_times_q8_0(x, blocks, y):  # pragma: no cover -- compiled
     for r in prange(blocks.shape[0]):
         for b in range(x.shape[0]):
-            y[b, r] = _q8_0_row_dot(blocks, r, x, b)
+            y[b, r] = _q8_0_row_dot(blocks, r, x, b, x)  # no block sums: x, unread
 
 
 @njit(parallel=True, cache=True)
 def _rows_times_q4_0(x, blocks, y):  # pragma: no cover -- compiled
+    x_sums = _block_sums(x, blocks.shape[1])
     for r in prange(blocks.shape[0]):
         for b in range(x.shape[0]):
-            y[b, r] = _q4_0_row_dot(blocks, r, x, b)
+            y[b, r] = _q4_0_row_dot(blocks, r, x, b, x_sums)
 
 
 @njit(parallel=True, cache=True)
 def _rows_times_q4_1(x, blocks, y):  # pragma: no cover -- compiled
+    x_sums = _block_sums(x, blocks.shape[1])
     for r in prange(blocks.shape[0]):
         for b in range(x.shape[0]):
-            y[b, r] = _q4_1_row_dot(blocks, r, x, b)
+            y[b, r] = _q4_1_row_dot(blocks, r, x, b, x_sums)
 
 
 @njit(parallel=True, cache=True)
