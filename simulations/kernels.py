@@ -293,10 +293,6 @@ def _ir_half(builder, block, offset):  # the f16 at a byte offset, as float32 (e
     return builder.fpext(builder.bitcast(bits, ir.HalfType()), _F32)
 
 
-def _ir_sum_of_four(builder, vectors):  # a tree, so that no addition waits on the one before
-    return builder.fadd(builder.fadd(vectors[0], vectors[1]), builder.fadd(vectors[2], vectors[3]))
-
-
 def _ir_dot_of_four(builder, qs, xs):  # Σ q_i · x_i over four vectors: one product, then three fused
     total = builder.fmul(qs[0], xs[0])
     for q, x in zip(qs[1:], xs[1:], strict=True):
@@ -305,7 +301,7 @@ def _ir_dot_of_four(builder, qs, xs):  # Σ q_i · x_i over four vectors: one pr
 
 
 def _q8_0_block(builder, block, xs, x_sum, accumulator, offsets):
-    """accumulator + d · (q · x), eight lanes wide, over one Q8_0 block: f16 d, then 32 int8 q."""
+    """accumulator + d · (q · x), eight lanes wide, over one Q8_0 block: f16 d, then 32 int8 q (no offset)."""
     qs = [builder.sitofp(_ir_load(builder, block, 2 + 8 * i, ir.VectorType(_I8, 8)), _LANES) for i in range(4)]
     total = _ir_dot_of_four(builder, qs, [_ir_load(builder, xs, 8 * i, _LANES) for i in range(4)])
     return _ir_fmuladd(builder, _ir_splat(builder, _ir_half(builder, block, 0)), total, accumulator), offsets
@@ -372,8 +368,9 @@ def _row_dot_intrinsic(block_dot, block_bytes):
             prefetch = cgutils.get_or_insert_function(  # a hint (it never faults): read, keep in every cache level
                 builder.module, ir.FunctionType(ir.VoidType(), [_I8.as_pointer(), _I32, _I32, _I32]),
                 "llvm.prefetch.p0i8")
-            accumulators = [cgutils.alloca_once(builder, _LANES) for _ in range(BLOCKS_A_PASS)]  # registers, once
-            for accumulator in accumulators:  # LLVM has promoted them
+            # Stack slots, which LLVM turns into registers: the vector sums of q·x and the scalar sums of m·Σx.
+            accumulators = [cgutils.alloca_once(builder, _LANES) for _ in range(BLOCKS_A_PASS)]
+            for accumulator in accumulators:
                 builder.store(ir.Constant(_LANES, [0.0] * 8), accumulator)
             offsets = [cgutils.alloca_once(builder, _F32) for _ in range(BLOCKS_A_PASS)]
             for offset in offsets:
