@@ -441,7 +441,7 @@ def test_webgpu_measurement_runs_and_names_its_adapter(webgpu_page):
     assert result["fixed_wait_ms"] > 0  # measured, and taken out before the layers are scaled
     # The matrix-product ceiling is the best of several runs, prefill's own largest product among them
     # (SwiftShader's prefill once beat a ceiling of smaller square products): no phase beats it.
-    assert result["compute_runs"] >= 2
+    assert result["compute_runs"] >= 3
     assert_ceilings_hold(result)
     assert_llama_bench_figures(result)
     backend = demo.locator(".pd-device__backend").text_content()

@@ -118,7 +118,8 @@ function largestPrefillProduct(shapes, promptTokens) {
  * The compute ceiling of the JavaScript and WebGPU backends: square products of growing size (2n³ FLOPs each)
  * find where the kernel is fastest (small ones measure mostly a GPU's per-call latency, so sizes grow until one
  * takes the mode's time cap or the memory budget stops them); then the best of those squares and prefill's
- * largest product itself are each run up to `plan.ceiling_repeats` times within the time cap (twice at least),
+ * largest product itself are each run up to `plan.ceiling_repeats` times within the time cap (three times at
+ * least: with two, a loaded test machine's SwiftShader once gave a ceiling 3% below what prefill then reached),
  * and the best rate of any run is the ceiling. Measured only on products smaller than prefill's, it could be
  * beaten by prefill (SwiftShader's prefill beat a ceiling of 512³ squares).
  */
@@ -139,7 +140,7 @@ async function matrixProducts(ops, plan, mode, budgetBytes, fixedS, largest, onP
   const candidates = [square && square.shape, fits(largest) && largest].filter(Boolean);
   for (const shape of candidates) {
     // the kernel is compiled and warm from the squares: every run is timed
-    const times = await ops.gemmTimes(shape, { most: plan.ceiling_repeats, least: 2, capS: mode.gemm_cap_s, warmUp: false });
+    const times = await ops.gemmTimes(shape, { most: plan.ceiling_repeats, least: 3, capS: mode.gemm_cap_s, warmUp: false });
     if (square && shape === square.shape) times.push(square.seconds);
     const gflops = rate(shape, Math.min(...times));
     if (gflops > best.gflops) best = { gflops, shape, runs: times.length };
