@@ -197,6 +197,68 @@ def _rows_times_weight(x, w, y):  # pragma: no cover -- compiled; tested through
             y[b, o], y[b, o + 1], y[b, o + 2], y[b, o + 3] = s0, s1, s2, s3
 
 
+# --- LLVM vector instructions, for the kernels numba's loops left short of memory's speed -------------------
+# Used through numba's `intrinsic` (its documented way to emit LLVM IR inside a compiled function): the few-users
+# products below and the GGUF formats' rows.
+
+BLOCKS_A_PASS = 3  # GGUF blocks a pass of a row's loop takes, each into its own accumulator (2, 4, 6 no faster)
+PREFETCH_BYTES = 2048  # how far ahead a loop asks for the bytes it streams (1-4 KiB alike; none: up to 1.6x slower)
+_I8, _I16, _I32, _F32 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.FloatType()
+_LANES = ir.VectorType(_F32, 8)
+_WORDS = ir.VectorType(_I32, 8)
+
+
+def _ir_splat(builder, value):  # eight copies of a float
+    lanes = builder.insert_element(ir.Constant(_LANES, ir.Undefined), value, ir.Constant(_I32, 0))
+    return builder.shuffle_vector(lanes, ir.Constant(_LANES, ir.Undefined), ir.Constant(_WORDS, [0] * 8))
+
+
+def _ir_fmuladd(builder, a, b, c):  # a·b + c, fused where the CPU can
+    function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_LANES, [_LANES] * 3),
+                                              "llvm.fmuladd.v8f32")
+    return builder.call(function, [a, b, c])
+
+
+def _ir_load(builder, base, offset, vector):  # a vector load, unaligned, at base + offset elements
+    pointer = builder.gep(base, [ir.Constant(_I32, offset)])
+    return builder.load(builder.bitcast(pointer, vector.as_pointer()), align=1)
+
+
+def _ir_half(builder, block, offset):  # the f16 at a byte offset, as float32 (exactly)
+    bits = builder.load(builder.bitcast(builder.gep(block, [ir.Constant(_I32, offset)]), _I16.as_pointer()), align=1)
+    return builder.fpext(builder.bitcast(bits, ir.HalfType()), _F32)
+
+
+def _ir_address(context, builder, array_type, value, indices):
+    """The array value's struct, and a pointer to its element at `indices` (no bounds check, no wraparound)."""
+    array = context.make_array(array_type)(context, builder, value)
+    return array, cgutils.get_item_pointer2(
+        context, builder, data=array.data, shape=cgutils.unpack_tuple(builder, array.shape),
+        strides=cgutils.unpack_tuple(builder, array.strides), layout=array_type.layout, inds=indices,
+        wraparound=False, boundscheck=False)
+
+
+def _ir_prefetch(builder, pointer):  # a hint (it never faults): read, keep in every cache level
+    function = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.VoidType(), [_I8.as_pointer(), _I32, _I32, _I32]), "llvm.prefetch.p0i8")
+    builder.call(function, [pointer, ir.Constant(_I32, 0), ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
+
+
+def _ir_horizontal_sum(builder, lanes):  # the eight lanes added up, in order
+    total = builder.extract_element(lanes, ir.Constant(_I32, 0))
+    for lane in range(1, 8):
+        total = builder.fadd(total, builder.extract_element(lanes, ir.Constant(_I32, lane)))
+    return total
+
+
+def _ir_dot_of_four(builder, qs, xs):  # Σ q_i · x_i over four vectors: one product, then three fused
+    total = builder.fmul(qs[0], xs[0])
+    for q, x in zip(qs[1:], xs[1:], strict=True):
+        total = _ir_fmuladd(builder, q, x, total)
+    return total
+
+
+
 def _row_times_rows_intrinsic(n_rows):
     """A numba intrinsic dot(w, r, x, b) -> n_rows float32: weight row r of a float32 matrix (out, in; rows
     contiguous, `in` a multiple of 16) times rows b .. b + n_rows - 1 of x, each weight read once for them all."""
@@ -205,22 +267,12 @@ def _row_times_rows_intrinsic(n_rows):
         def codegen(context, builder, signature, args):
             w_type, _, x_type, _ = signature.args
             zero = context.get_constant(types.intp, 0)
-
-            def address(array_type, value, indices):
-                array = context.make_array(array_type)(context, builder, value)
-                return array, cgutils.get_item_pointer2(
-                    context, builder, data=array.data, shape=cgutils.unpack_tuple(builder, array.shape),
-                    strides=cgutils.unpack_tuple(builder, array.strides), layout=array_type.layout, inds=indices,
-                    wraparound=False, boundscheck=False)
-
-            w_array, weights = address(w_type, args[0], [args[1], zero])
-            inputs = [address(x_type, args[2], [builder.add(args[3], context.get_constant(types.intp, i)), zero])[1]
+            w_array, weights = _ir_address(context, builder, w_type, args[0], [args[1], zero])
+            inputs = [_ir_address(context, builder, x_type, args[2],
+                                  [builder.add(args[3], context.get_constant(types.intp, i)), zero])[1]
                       for i in range(n_rows)]
             n_in = cgutils.unpack_tuple(builder, w_array.shape)[1]
             count = lambda value: ir.Constant(n_in.type, value)  # noqa: E731
-            prefetch = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ir.VoidType(), [_I8.as_pointer(), _I32, _I32, _I32]),
-                "llvm.prefetch.p0i8")
             accumulators = [cgutils.alloca_once(builder, _LANES) for _ in range(n_rows)]  # registers, once promoted
             for accumulator in accumulators:
                 builder.store(ir.Constant(_LANES, [0.0] * 8), accumulator)
@@ -228,23 +280,21 @@ def _row_times_rows_intrinsic(n_rows):
             with cgutils.for_range(builder, builder.sdiv(n_in, count(16))) as loop:  # 16 weights, a cache line
                 k = builder.mul(loop.index, count(16))
                 ahead = builder.gep(weight_bytes, [builder.add(builder.mul(k, count(4)), count(PREFETCH_BYTES))])
-                builder.call(prefetch, [ahead, ir.Constant(_I32, 0), ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
+                _ir_prefetch(builder, ahead)
                 for half in (0, 8):
                     column = builder.add(k, count(half))
                     lanes = builder.load(builder.bitcast(builder.gep(weights, [column]), _LANES.as_pointer()), align=4)
                     for pointer, accumulator in zip(inputs, accumulators, strict=True):
                         xs = builder.load(builder.bitcast(builder.gep(pointer, [column]), _LANES.as_pointer()), align=4)
                         builder.store(_ir_fmuladd(builder, lanes, xs, builder.load(accumulator)), accumulator)
-            sums = []
-            for accumulator in accumulators:
-                lanes = builder.load(accumulator)
-                total = builder.extract_element(lanes, ir.Constant(_I32, 0))
-                for lane in range(1, 8):
-                    total = builder.fadd(total, builder.extract_element(lanes, ir.Constant(_I32, lane)))
-                sums.append(total)
+            sums = [_ir_horizontal_sum(builder, builder.load(accumulator)) for accumulator in accumulators]
             return context.make_tuple(builder, signature.return_type, sums)
         return types.UniTuple(types.float32, n_rows)(w, row, x, first_row), codegen
     return dot
+
+
+_row_times_8_rows = _row_times_rows_intrinsic(8)
+_row_times_4_rows = _row_times_rows_intrinsic(4)
 
 
 @njit(parallel=True, fastmath=FAST, cache=True)
@@ -344,41 +394,6 @@ def _rows_times_f16(x, h, y):  # pragma: no cover -- compiled
             y[b, r] = s
 
 
-BLOCKS_A_PASS = 3  # blocks a pass of a row's loop takes, each into its own accumulator (2, 4 and 6 no faster)
-PREFETCH_BYTES = 2048  # how far ahead of a pass its bytes are asked for (1-4 KiB measured alike, none 1.6x slower)
-_I8, _I16, _I32, _F32 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.FloatType()
-_LANES = ir.VectorType(_F32, 8)
-_WORDS = ir.VectorType(_I32, 8)
-
-
-def _ir_splat(builder, value):  # eight copies of a float
-    lanes = builder.insert_element(ir.Constant(_LANES, ir.Undefined), value, ir.Constant(_I32, 0))
-    return builder.shuffle_vector(lanes, ir.Constant(_LANES, ir.Undefined), ir.Constant(_WORDS, [0] * 8))
-
-
-def _ir_fmuladd(builder, a, b, c):  # a·b + c, fused where the CPU can
-    function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_LANES, [_LANES] * 3),
-                                              "llvm.fmuladd.v8f32")
-    return builder.call(function, [a, b, c])
-
-
-def _ir_load(builder, base, offset, vector):  # a vector load, unaligned, at base + offset elements
-    pointer = builder.gep(base, [ir.Constant(_I32, offset)])
-    return builder.load(builder.bitcast(pointer, vector.as_pointer()), align=1)
-
-
-def _ir_half(builder, block, offset):  # the f16 at a byte offset, as float32 (exactly)
-    bits = builder.load(builder.bitcast(builder.gep(block, [ir.Constant(_I32, offset)]), _I16.as_pointer()), align=1)
-    return builder.fpext(builder.bitcast(bits, ir.HalfType()), _F32)
-
-
-def _ir_dot_of_four(builder, qs, xs):  # Σ q_i · x_i over four vectors: one product, then three fused
-    total = builder.fmul(qs[0], xs[0])
-    for q, x in zip(qs[1:], xs[1:], strict=True):
-        total = _ir_fmuladd(builder, q, x, total)
-    return total
-
-
 def _q8_0_block(builder, block, xs, x_sum, accumulator, offsets):
     """accumulator + d · (q · x), eight lanes wide, over one Q8_0 block: f16 d, then 32 int8 q (no offset)."""
     qs = [builder.sitofp(_ir_load(builder, block, 2 + 8 * i, ir.VectorType(_I8, 8)), _LANES) for i in range(4)]
@@ -428,25 +443,14 @@ def _row_dot_intrinsic(block_dot, block_bytes):
         def codegen(context, builder, signature, args):
             blocks_type, _, x_type, _, sums_type = signature.args
             zero = context.get_constant(types.intp, 0)
-
-            def address(array_type, value, indices):
-                array = context.make_array(array_type)(context, builder, value)
-                return array, cgutils.get_item_pointer2(
-                    context, builder, data=array.data, shape=cgutils.unpack_tuple(builder, array.shape),
-                    strides=cgutils.unpack_tuple(builder, array.strides), layout=array_type.layout, inds=indices,
-                    wraparound=False, boundscheck=False)
-
-            blocks_array, row_start = address(blocks_type, args[0], [args[1], zero, zero])
-            _, x_start = address(x_type, args[2], [args[3], zero])
+            blocks_array, row_start = _ir_address(context, builder, blocks_type, args[0], [args[1], zero, zero])
+            _, x_start = _ir_address(context, builder, x_type, args[2], [args[3], zero])
             row_start = builder.bitcast(row_start, _I8.as_pointer())
             x_start = builder.bitcast(x_start, _F32.as_pointer())
-            _, sums_start = address(sums_type, args[4], [args[3], zero])
+            _, sums_start = _ir_address(context, builder, sums_type, args[4], [args[3], zero])
             sums_start = builder.bitcast(sums_start, _F32.as_pointer())
             n_blocks = cgutils.unpack_tuple(builder, blocks_array.shape)[1]
             count = lambda value: ir.Constant(n_blocks.type, value)  # noqa: E731
-            prefetch = cgutils.get_or_insert_function(  # a hint (it never faults): read, keep in every cache level
-                builder.module, ir.FunctionType(ir.VoidType(), [_I8.as_pointer(), _I32, _I32, _I32]),
-                "llvm.prefetch.p0i8")
             # Stack slots, which LLVM turns into registers: the vector sums of q·x and the scalar sums of m·Σx.
             accumulators = [cgutils.alloca_once(builder, _LANES) for _ in range(BLOCKS_A_PASS)]
             for accumulator in accumulators:
@@ -469,8 +473,7 @@ def _row_dot_intrinsic(block_dot, block_bytes):
                 ahead = builder.gep(row_start, [builder.add(builder.mul(first, count(block_bytes)),
                                                             count(PREFETCH_BYTES))])
                 for line in range(0, BLOCKS_A_PASS * block_bytes, 64):
-                    builder.call(prefetch, [builder.gep(ahead, [ir.Constant(_I32, line)]), ir.Constant(_I32, 0),
-                                            ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
+                    _ir_prefetch(builder, builder.gep(ahead, [ir.Constant(_I32, line)]))
                 for i, accumulator in enumerate(accumulators):
                     add_block(builder.add(first, count(i)), accumulator, offsets[i])
             done = builder.mul(passes, count(BLOCKS_A_PASS))
@@ -479,9 +482,7 @@ def _row_dot_intrinsic(block_dot, block_bytes):
             lanes = builder.load(accumulators[0])
             for accumulator in accumulators[1:]:
                 lanes = builder.fadd(lanes, builder.load(accumulator))
-            total = builder.extract_element(lanes, ir.Constant(_I32, 0))
-            for lane in range(1, 8):
-                total = builder.fadd(total, builder.extract_element(lanes, ir.Constant(_I32, lane)))
+            total = _ir_horizontal_sum(builder, lanes)
             for offset in offsets:
                 total = builder.fadd(total, builder.load(offset))
             return total
@@ -489,8 +490,6 @@ def _row_dot_intrinsic(block_dot, block_bytes):
     return row_dot
 
 
-_row_times_8_rows = _row_times_rows_intrinsic(8)
-_row_times_4_rows = _row_times_rows_intrinsic(4)
 _halves_row_dot = _row_dot_intrinsic(_halves_block, 64)
 _q8_0_row_dot = _row_dot_intrinsic(_q8_0_block, 34)
 _q4_0_row_dot = _row_dot_intrinsic(_q4_block(with_min=False), 18)
