@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from hooks.demos.blocks import KINDS
 
@@ -126,7 +127,9 @@ def test_in_the_open_tab_the_box_appears_within_seconds_and_the_fixed_file_shows
 
         chapter.write_text(original, encoding="utf-8")
         page.locator(".pd-authoring-error").wait_for(state="detached", timeout=30_000)
-        assert page.locator(".pd-demo").count() == demos
+        # The box leaves with the old document, and the reloaded one may still be arriving (a clean-clone run
+        # counted no demo there once): wait until all of its demos are there.
+        expect(page.locator(".pd-demo")).to_have_count(demos, timeout=30_000)
         page.locator(".pd-demo").first.wait_for(state="visible")
     finally:
         page.close()
