@@ -5,6 +5,9 @@ errors, uncaught page errors, CSP violations and every request that leaves 127.0
 with the response headers of its `_headers` file; `open_page_without_headers` opens it as a host that
 sends none would serve it (GitHub Pages): plain static files.
 
+Every visit gets a new page in a browser context kept for the session (`warm_pages`,
+tests/browser/warm_pages.py): no renderer process to start each time, and nothing left from an earlier visit.
+
 `tour(path, view)` is the record of one visit of a page in one view (tests/browser/tour.py), taken once per
 session and shared by every test that asks for it: the page-wide tests assert on it instead of each opening
 every page again.
@@ -12,6 +15,7 @@ every page again.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import shutil
@@ -26,6 +30,7 @@ from filelock import FileLock, Timeout
 from tests.browser.quality_pages import PAGES
 from tests.browser.static_server import StaticServer
 from tests.browser.tour import Tour, take_tour
+from tests.browser.warm_pages import WarmPages
 
 CHROMIUM = os.environ.get("PD_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -69,29 +74,34 @@ def site_url_without_headers(built_site: Path) -> Iterator[str]:
         yield server.url
 
 
-@pytest.fixture
-def open_page(browser, site_url: str) -> Iterator[Callable[..., tuple[object, PageLog]]]:
-    yield from _page_opener(browser, site_url)
+@pytest.fixture(scope="session")
+def warm_pages(browser) -> Iterator[WarmPages]:
+    """New pages in browser contexts kept for the session (tests/browser/warm_pages.py): every visit of the
+    tours and of `open_page` gets a new page, without starting a renderer process of its own."""
+    pages = WarmPages(browser)
+    yield pages
+    pages.close()
 
 
 @pytest.fixture
-def open_page_without_headers(browser, site_url_without_headers: str) -> Iterator[Callable[..., tuple[object, PageLog]]]:
-    yield from _page_opener(browser, site_url_without_headers)
+def open_page(warm_pages: WarmPages, site_url: str) -> Iterator[Callable[..., tuple[object, PageLog]]]:
+    yield from _page_opener(warm_pages, site_url)
 
 
-def _page_opener(browser, site_url: str) -> Iterator[Callable[..., tuple[object, PageLog]]]:
-    contexts = []
+@pytest.fixture
+def open_page_without_headers(warm_pages: WarmPages,
+                              site_url_without_headers: str) -> Iterator[Callable[..., tuple[object, PageLog]]]:
+    yield from _page_opener(warm_pages, site_url_without_headers)
+
+
+def _page_opener(warm_pages: WarmPages, site_url: str) -> Iterator[Callable[..., tuple[object, PageLog]]]:
+    opened = []
 
     def _open(path: str = "", *, color_scheme: str = "light", reduced_motion: str = "no-preference",
               viewport: dict | None = None, wait_until: str = "load", javascript: bool = True) -> tuple[object, PageLog]:
-        context = browser.new_context(
-            color_scheme=color_scheme,
-            reduced_motion=reduced_motion,
-            viewport=viewport or {"width": 1280, "height": 900},
-            java_script_enabled=javascript,
-        )
-        contexts.append(context)
-        page = context.new_page()
+        page = warm_pages.new_page(site_url, color_scheme=color_scheme, reduced_motion=reduced_motion,
+                                   viewport=viewport or {"width": 1280, "height": 900}, java_script_enabled=javascript)
+        opened.append(page)
         log = PageLog()
 
         def on_console(message) -> None:
@@ -108,8 +118,9 @@ def _page_opener(browser, site_url: str) -> Iterator[Callable[..., tuple[object,
         return page, log
 
     yield _open
-    for context in contexts:
-        context.close()
+    for page in opened:
+        with contextlib.suppress(Exception):  # a test may have closed its page itself
+            page.close()
 
 
 @pytest.fixture(scope="session")
@@ -130,7 +141,7 @@ def axe_source() -> str:
 
 
 @pytest.fixture(scope="session")
-def tour(browser, site_url: str, site_url_without_headers: str, screenshot_dir: Path,
+def tour(warm_pages: WarmPages, site_url: str, site_url_without_headers: str, screenshot_dir: Path,
          tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], Tour]:
     """`tour(path, view)`: the record of that page's tour in that view (tests/browser/tour.py), taken on first use
     by whichever xdist worker asks first (under a file lock) and read from disk by the other. A worker that finds
@@ -146,7 +157,7 @@ def tour(browser, site_url: str, site_url_without_headers: str, screenshot_dir: 
     def _take(path: str, view: str) -> Tour | str:
         base = site_url if VIEWS[view].headers else site_url_without_headers
         try:
-            return take_tour(browser, base, path, view, axe_source=axe, screenshot_dir=screenshot_dir)
+            return take_tour(warm_pages, base, path, view, axe_source=axe, screenshot_dir=screenshot_dir)
         except Exception as error:  # a tour that broke off fails every test that reads it, once each
             return f"{type(error).__name__}: {error}"
 

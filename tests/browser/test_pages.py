@@ -50,6 +50,26 @@ def test_palette_choice_is_kept_on_the_next_page(open_page, site_url):
     log.assert_clean()
 
 
+def test_each_test_visit_meets_the_site_as_a_first_time_reader(open_page):
+    """The pages the browser tests open share a warm context (tests/browser/warm_pages.py); a visit still starts
+    with nothing an earlier one left: no palette picked, every file from the server and none from a cache."""
+    page, _ = open_page("en/", color_scheme="light")
+    page.locator(PALETTE_BUTTON).click()  # light
+    page.locator(PALETTE_BUTTON).click()  # dark: Material keeps it in localStorage
+    assert _scheme(page) == "slate"
+    later, log = open_page("en/decode/", color_scheme="light")
+    assert _scheme(later) == "default"
+    first_loads = later.evaluate("""() => {
+        const first = new Map();
+        for (const entry of performance.getEntriesByType('resource'))
+            if (!first.has(entry.name)) first.set(entry.name, entry.transferSize);
+        return [...first.entries()];
+    }""")
+    assert any("/assets/javascripts/bundle." in url for url, _ in first_loads)
+    assert [url for url, size in first_loads if size == 0] == []
+    log.assert_clean()
+
+
 def test_palette_is_operable_from_the_keyboard(open_page):
     page, log = open_page("en/", color_scheme="light")
     page.locator("#__palette_0").focus()

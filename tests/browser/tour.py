@@ -398,8 +398,9 @@ def source_selects(page) -> list[dict]:
     return found
 
 
-def take_tour(browser, base_url: str, path: str, name: str, *, axe_source: str | None,
+def take_tour(pages, base_url: str, path: str, name: str, *, axe_source: str | None,
               screenshot_dir: Path | None) -> Tour:
+    """pages: the session's WarmPages (tests/browser/warm_pages.py), which gives each visit a new page."""
     view = VIEWS[name]
     record = Tour(path, name)
     started = time.monotonic()
@@ -407,9 +408,8 @@ def take_tour(browser, base_url: str, path: str, name: str, *, axe_source: str |
                "java_script_enabled": view.javascript}
     if view.phone:
         options.update(is_mobile=True, has_touch=True, device_scale_factor=2)
-    context = browser.new_context(**options)
+    page = pages.new_page(base_url, **options)
     try:
-        page = context.new_page()
         network = Network(page, javascript=view.javascript)
 
         def on_console(message) -> None:
@@ -469,7 +469,7 @@ def take_tour(browser, base_url: str, path: str, name: str, *, axe_source: str |
             record.csp_violations += [f"securitypolicyviolation: {event}" for event in page.evaluate("window.__pdCsp")]
     finally:
         with contextlib.suppress(Exception):
-            context.close()
+            page.close()
     record.seconds = time.monotonic() - started
     return record
 
