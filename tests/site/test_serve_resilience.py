@@ -74,8 +74,13 @@ class ServedProject:
         self.log_path = root / "serve.log"
         env = {**os.environ, "PD_MODEL": model, "NO_MKDOCS_2_WARNING": "1", "PYTHONUNBUFFERED": "1",
                **(extra_env or {})}
-        command = [sys.executable, "-m", "mkdocs", "serve", "-f", str(self.config),
-                   "-a", f"127.0.0.1:{self.port}", *extra_args]
+        # `mkdocs serve` as an author runs it in a terminal, where Ctrl-C (SIGINT, which `stop` sends) shuts it
+        # down. A suite started in the background (`bash .ci/run &`, nohup, some CI runners) ignores SIGINT, and a
+        # child inherits that: the server then ignored `stop` for its 15 s, the run's last 15 s, and was killed,
+        # leaving its temporary site behind. So the server's Python takes SIGINT back first.
+        command = [sys.executable, "-c", "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler);"
+                   " runpy.run_module('mkdocs', run_name='__main__', alter_sys=True)",
+                   "serve", "-f", str(self.config), "-a", f"127.0.0.1:{self.port}", *extra_args]
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(command, cwd=root, env=env, stdout=self._log,
                                         stderr=subprocess.STDOUT, start_new_session=True)
