@@ -38,9 +38,11 @@ class WarmPages:
         try:
             return self._fresh_page(key, options)
         except Exception:  # the kept page or its process is gone: start the context again, once
-            context, _, _ = self._contexts.pop(key)
+            kept = self._contexts.pop(key, None)
+            if kept is None:  # it was being made: nothing kept to replace, so the error is the answer
+                raise
             with contextlib.suppress(Exception):
-                context.close()
+                kept[0].close()
             return self._fresh_page(key, options)
 
     def _fresh_page(self, key: tuple[str, str], options: dict):
