@@ -341,7 +341,7 @@ def rows_times_blocks(x: np.ndarray, w) -> np.ndarray:
     x = np.ascontiguousarray(x, dtype=F32)
     y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
     if w.format == "f16" and w.shape[1] % 32 == 0:  # rows of halves, taken 32 at a time as if they were blocks
-        _rows_times_halves(x, np.ascontiguousarray(w.data).view(np.uint8).reshape(w.shape[0], -1, 64), y)
+        _rows_times_halves(x, w.blocks, y)
         return y
     if w.format == "f16":
         _rows_times_f16(x, w.data.view(np.uint16), y)
