@@ -219,9 +219,9 @@ def _ir_fmuladd(builder, a, b, c):  # a·b + c, fused where the CPU can
     return builder.call(function, [a, b, c])
 
 
-def _ir_load(builder, base, offset, vector):  # a vector load, unaligned, at base + offset elements
-    pointer = builder.gep(base, [ir.Constant(_I32, offset)])
-    return builder.load(builder.bitcast(pointer, vector.as_pointer()), align=1)
+def _ir_load(builder, base, offset, vector, align=1):  # a vector load at base + offset elements (a number or a value)
+    pointer = builder.gep(base, [offset if isinstance(offset, ir.Value) else ir.Constant(_I32, offset)])
+    return builder.load(builder.bitcast(pointer, vector.as_pointer()), align=align)
 
 
 def _ir_half(builder, block, offset):  # the f16 at a byte offset, as float32 (exactly)
@@ -258,7 +258,6 @@ def _ir_dot_of_four(builder, qs, xs):  # Σ q_i · x_i over four vectors: one pr
     return total
 
 
-
 def _row_times_rows_intrinsic(n_rows):
     """A numba intrinsic dot(w, r, x, b) -> n_rows float32: weight row r of a float32 matrix (out, in; rows
     contiguous, `in` a multiple of 16) times rows b .. b + n_rows - 1 of x, each weight read once for them all."""
@@ -283,9 +282,9 @@ def _row_times_rows_intrinsic(n_rows):
                 _ir_prefetch(builder, ahead)
                 for half in (0, 8):
                     column = builder.add(k, count(half))
-                    lanes = builder.load(builder.bitcast(builder.gep(weights, [column]), _LANES.as_pointer()), align=4)
+                    lanes = _ir_load(builder, weights, column, _LANES, align=4)
                     for pointer, accumulator in zip(inputs, accumulators, strict=True):
-                        xs = builder.load(builder.bitcast(builder.gep(pointer, [column]), _LANES.as_pointer()), align=4)
+                        xs = _ir_load(builder, pointer, column, _LANES, align=4)
                         builder.store(_ir_fmuladd(builder, lanes, xs, builder.load(accumulator)), accumulator)
             sums = [_ir_horizontal_sum(builder, builder.load(accumulator)) for accumulator in accumulators]
             return context.make_tuple(builder, signature.return_type, sums)
