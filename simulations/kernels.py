@@ -40,6 +40,7 @@ os.environ.setdefault("NUMBA_THREADING_LAYER_PRIORITY", "omp tbb workqueue")
 os.environ.setdefault("GOMP_SPINCOUNT", "30000")
 
 import numba  # noqa: E402 -- configured above
+from llvmlite import binding as llvm  # noqa: E402
 from llvmlite import ir  # noqa: E402 -- numba's own code generator
 from numba import njit, prange, types  # noqa: E402
 from numba.core import cgutils  # noqa: E402
@@ -89,8 +90,8 @@ def describe() -> str:
 def rows_times_weight(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """x @ W.T for x (rows, in) and a row-major W (out, in): every weight read once for all the rows."""
     y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
-    if 4 <= x.shape[0] < 12 and w.shape[1] % 16 == 0:
-        _few_rows_times_weight(np.ascontiguousarray(x), w, y)
+    if tiles_fit(w):  # every matrix of the model
+        _tiled_rows_times_weight(np.ascontiguousarray(x), w, y)
     else:
         _rows_times_weight(np.ascontiguousarray(x), w, y)
     return y
@@ -109,57 +110,12 @@ def streams(x: np.ndarray, w: np.ndarray) -> bool:
 
 @njit(parallel=True, fastmath=FAST, cache=True)
 def _rows_times_weight(x, w, y):  # pragma: no cover -- compiled; tested through rows_times_weight
-    # Four weight rows at a time (parallel over groups of them: each core streams its own band of W), each
-    # multiplied by two input rows at a time: eight sums in registers per pass over the input dimension,
-    # so a core does eight multiply-adds for every six loads and reaches BLAS's speed per core.
-    # The four rows stay in the L1 cache while every input row passes, so memory delivers W once.
+    # Matrices `_tiled_rows_times_weight` does not fit (rows of a length no multiple of its vectors, an output
+    # count no multiple of four: none of the model's). Four weight rows at a time (parallel over groups of
+    # them), each multiplied by two input rows at a time: eight sums in registers per pass over the input
+    # dimension; the four rows stay in the L1 cache while every input row passes, so memory delivers W once.
     rows, n_in = x.shape
     n_out = w.shape[0]
-    if rows == 1:  # one user: one dot product per weight row, one stream of memory per core (10% faster)
-        for r in prange(n_out):
-            s = F32(0)
-            for k in range(n_in):
-                s += w[r, k] * x[0, k]
-            y[0, r] = s
-        return
-    if 4 <= rows < 12:  # a few users: one weight row at a time, for eight (then four) inputs in one pass, so W
-        # streams through in a single pass, one stream per core (B = 4 / 8: 25 / 30 ms against 31 / 38 for the
-        # products of a step with the blocking below; from 12 rows on, the blocking below is faster). Rows of a
-        # multiple of 16 weights, every matrix of the model, take `_few_rows_times_weight` instead.
-        for r in prange(n_out):
-            b = 0
-            while b + 8 <= rows:
-                s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = F32(0)
-                for k in range(n_in):
-                    wk = w[r, k]
-                    s0 += wk * x[b, k]
-                    s1 += wk * x[b + 1, k]
-                    s2 += wk * x[b + 2, k]
-                    s3 += wk * x[b + 3, k]
-                    s4 += wk * x[b + 4, k]
-                    s5 += wk * x[b + 5, k]
-                    s6 += wk * x[b + 6, k]
-                    s7 += wk * x[b + 7, k]
-                y[b, r], y[b + 1, r], y[b + 2, r], y[b + 3, r] = s0, s1, s2, s3
-                y[b + 4, r], y[b + 5, r], y[b + 6, r], y[b + 7, r] = s4, s5, s6, s7
-                b += 8
-            if b + 4 <= rows:
-                s0 = s1 = s2 = s3 = F32(0)
-                for k in range(n_in):
-                    wk = w[r, k]
-                    s0 += wk * x[b, k]
-                    s1 += wk * x[b + 1, k]
-                    s2 += wk * x[b + 2, k]
-                    s3 += wk * x[b + 3, k]
-                y[b, r], y[b + 1, r], y[b + 2, r], y[b + 3, r] = s0, s1, s2, s3
-                b += 4
-            while b < rows:
-                s = F32(0)
-                for k in range(n_in):
-                    s += w[r, k] * x[b, k]
-                y[b, r] = s
-                b += 1
-        return
     for group in prange((n_out + 3) // 4):
         o = 4 * np.int64(group)
         if o + 4 > n_out:  # the last rows, when `out` is not a multiple of four
@@ -198,7 +154,7 @@ def _rows_times_weight(x, w, y):  # pragma: no cover -- compiled; tested through
 
 
 # --- LLVM vector instructions, for the kernels numba's loops left short of memory's speed -------------------
-# Used through numba's `intrinsic` (its documented way to emit LLVM IR inside a compiled function): the few-users
+# Used through numba's `intrinsic` (its documented way to emit LLVM IR inside a compiled function): the float32
 # products below and the GGUF formats' rows.
 
 BLOCKS_A_PASS = 3  # GGUF blocks a pass of a row's loop takes, each into its own accumulator (2, 4, 6 no faster)
@@ -213,9 +169,9 @@ def _ir_splat(builder, value):  # eight copies of a float
     return builder.shuffle_vector(lanes, ir.Constant(_LANES, ir.Undefined), ir.Constant(_WORDS, [0] * 8))
 
 
-def _ir_fmuladd(builder, a, b, c):  # a·b + c, fused where the CPU can
-    function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_LANES, [_LANES] * 3),
-                                              "llvm.fmuladd.v8f32")
+def _ir_fmuladd(builder, a, b, c):  # a·b + c, fused where the CPU can; vectors of any width
+    function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(a.type, [a.type] * 3),
+                                              f"llvm.fmuladd.v{a.type.count}f32")
     return builder.call(function, [a, b, c])
 
 
@@ -244,6 +200,17 @@ def _ir_prefetch(builder, pointer):  # a hint (it never faults): read, keep in e
     builder.call(function, [pointer, ir.Constant(_I32, 0), ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
 
 
+@intrinsic
+def _prefetch(typingctx, array, row, column):
+    """Ask for the cache line holding array[row, column] (a 2-D array), with no bounds check: past the end it
+    is only a hint, never a fault."""
+    def codegen(context, builder, signature, args):
+        _, pointer = _ir_address(context, builder, signature.args[0], args[0], [args[1], args[2]])
+        _ir_prefetch(builder, builder.bitcast(pointer, _I8.as_pointer()))
+        return context.get_dummy_value()
+    return types.void(array, row, column), codegen
+
+
 def _ir_horizontal_sum(builder, lanes):  # the eight lanes added up, in order
     total = builder.extract_element(lanes, ir.Constant(_I32, 0))
     for lane in range(1, 8):
@@ -258,67 +225,126 @@ def _ir_dot_of_four(builder, qs, xs):  # Σ q_i · x_i over four vectors: one pr
     return total
 
 
-def _row_times_rows_intrinsic(n_rows):
-    """A numba intrinsic dot(w, r, x, b) -> n_rows float32: weight row r of a float32 matrix (out, in; rows
-    contiguous, `in` a multiple of 16) times rows b .. b + n_rows - 1 of x, each weight read once for them all."""
+# --- rows times a float32 weight matrix -----------------------------------------------------------------------
+# A tile of TILE_WEIGHT_ROWS weight rows times TILE_INPUT_ROWS input rows a pass over the input dimension, so each
+# weight loaded into a register serves several inputs and each input several weights (a GEMM micro-kernel's
+# register blocking), in vectors as wide as the CPU's (16 floats with AVX-512, else 8); then the next input rows,
+# while the tile's weight rows stay in the L1 cache, so memory delivers W once. Each pass asks for the same
+# columns of the next group's weight rows (the next group a core takes: prange hands each core a band of them),
+# so the memory stream keeps going while a group's later tiles compute from the cache; asking 2 KiB ahead in the
+# same rows instead, the stream stalled on every group's first tile (16 users: 36.3 against 31.6 ms a step's
+# products). Against numba's loop below, interleaved, a step's products on a machine with AVX-512: 1 user 18.5 ->
+# 13.9 ms, 8 users 21.6 -> 17.8, 16 users 48 -> 32, 64 users 140 -> 96 (benchmarks/README.md).
+# The features numba compiles for: the host's, unless $NUMBA_CPU_NAME names another CPU (then those that
+# $NUMBA_CPU_FEATURES lists).
+_WIDE = "+avx512f" in ((numba.config.CPU_FEATURES or "") if numba.config.CPU_NAME
+                       else llvm.get_host_cpu_features().flatten())
+TILE_LANES = 16 if _WIDE else 8
+TILE_WEIGHT_ROWS = 4  # the sums of one input row's four outputs are stored as one 4-float vector
+TILE_INPUT_ROWS = 6 if _WIDE else 3  # accumulators: 24 of AVX-512's 32 registers, 12 of AVX2's 16
+_TILE = ir.VectorType(_F32, TILE_LANES)
+
+
+def _ir_sums(builder, vectors):
+    """A power of two of vectors -> one vector of their lanes' sums, in order: pairs of vectors are merged
+    (each output keeps half its partial sums), then the one left is halved until every output has one lane.
+    Fewer shuffles than summing each vector on its own (4 outputs of 16 lanes: 10 against 16)."""
+    lanes = vectors[0].type.count
+    outputs, partials = 1, lanes
+
+    def pick(indices):
+        return ir.Constant(ir.VectorType(_I32, len(indices)), indices)
+
+    while len(vectors) > 1:
+        half = partials // 2
+        low = [o * partials + p if o < outputs else lanes + (o - outputs) * partials + p
+               for o in range(2 * outputs) for p in range(half)]
+        high = [i + half for i in low]
+        vectors = [builder.fadd(builder.shuffle_vector(a, b, pick(low)), builder.shuffle_vector(a, b, pick(high)))
+                   for a, b in zip(vectors[0::2], vectors[1::2], strict=True)]
+        outputs, partials = 2 * outputs, half
+    sums = vectors[0]
+    while partials > 1:
+        half = partials // 2
+        low = [o * partials + p for o in range(outputs) for p in range(half)]
+        undefined = ir.Constant(sums.type, ir.Undefined)
+        sums = builder.fadd(builder.shuffle_vector(sums, undefined, pick(low)),
+                            builder.shuffle_vector(sums, undefined, pick([i + half for i in low])))
+        partials = half
+    return sums
+
+
+def _tile_intrinsic(n_inputs):
+    """A numba intrinsic tile(w, o, x, b, y): y[b + j, o + i] = W[o + i] · x[b + j] for i < TILE_WEIGHT_ROWS and
+    j < n_inputs (W's and x's rows contiguous, `in` a multiple of TILE_LANES)."""
     @intrinsic
-    def dot(typingctx, w, row, x, first_row):
+    def tile(typingctx, w, first_output, x, first_input, y):
         def codegen(context, builder, signature, args):
-            w_type, _, x_type, _ = signature.args
+            w_type, _, x_type, _, y_type = signature.args
             zero = context.get_constant(types.intp, 0)
-            w_array, weights = _ir_address(context, builder, w_type, args[0], [args[1], zero])
-            inputs = [_ir_address(context, builder, x_type, args[2],
-                                  [builder.add(args[3], context.get_constant(types.intp, i)), zero])[1]
-                      for i in range(n_rows)]
+
+            def plus(base, i):
+                return builder.add(base, context.get_constant(types.intp, i))
+
+            w_array, _ = _ir_address(context, builder, w_type, args[0], [args[1], zero])
+            weights = [_ir_address(context, builder, w_type, args[0], [plus(args[1], i), zero])[1]
+                       for i in range(TILE_WEIGHT_ROWS)]
+            inputs = [_ir_address(context, builder, x_type, args[2], [plus(args[3], j), zero])[1]
+                      for j in range(n_inputs)]
             n_in = cgutils.unpack_tuple(builder, w_array.shape)[1]
             count = lambda value: ir.Constant(n_in.type, value)  # noqa: E731
-            accumulators = [cgutils.alloca_once(builder, _LANES) for _ in range(n_rows)]  # registers, once promoted
-            for accumulator in accumulators:
-                builder.store(ir.Constant(_LANES, [0.0] * 8), accumulator)
-            weight_bytes = builder.bitcast(weights, _I8.as_pointer())
-            with cgutils.for_range(builder, builder.sdiv(n_in, count(16))) as loop:  # 16 weights, a cache line
-                k = builder.mul(loop.index, count(16))
-                ahead = builder.gep(weight_bytes, [builder.add(builder.mul(k, count(4)), count(PREFETCH_BYTES))])
-                _ir_prefetch(builder, ahead)
-                for half in (0, 8):
-                    column = builder.add(k, count(half))
-                    lanes = _ir_load(builder, weights, column, _LANES, align=4)
-                    for pointer, accumulator in zip(inputs, accumulators, strict=True):
-                        xs = _ir_load(builder, pointer, column, _LANES, align=4)
-                        builder.store(_ir_fmuladd(builder, lanes, xs, builder.load(accumulator)), accumulator)
-            sums = [_ir_horizontal_sum(builder, builder.load(accumulator)) for accumulator in accumulators]
-            return context.make_tuple(builder, signature.return_type, sums)
-        return types.UniTuple(types.float32, n_rows)(w, row, x, first_row), codegen
-    return dot
+            sums = [[cgutils.alloca_once(builder, _TILE) for _ in range(n_inputs)] for _ in weights]  # registers
+            for row in sums:
+                for accumulator in row:
+                    builder.store(ir.Constant(_TILE, [0.0] * TILE_LANES), accumulator)
+            with cgutils.for_range(builder, builder.sdiv(n_in, count(TILE_LANES))) as loop:
+                k = builder.mul(loop.index, count(TILE_LANES))
+                ahead = builder.add(k, builder.mul(n_in, count(TILE_WEIGHT_ROWS)))  # the next group's rows
+                lanes = []
+                for pointer in weights:
+                    _ir_prefetch(builder, builder.bitcast(builder.gep(pointer, [ahead]), _I8.as_pointer()))
+                    lanes.append(_ir_load(builder, pointer, k, _TILE, align=4))
+                for j, pointer in enumerate(inputs):
+                    xs = _ir_load(builder, pointer, k, _TILE, align=4)
+                    for i, weight_lanes in enumerate(lanes):
+                        builder.store(_ir_fmuladd(builder, weight_lanes, xs, builder.load(sums[i][j])), sums[i][j])
+            for j in range(n_inputs):  # input row j's TILE_WEIGHT_ROWS outputs are neighbours in y's row
+                outputs = _ir_sums(builder, [builder.load(row[j]) for row in sums])
+                _, first = _ir_address(context, builder, y_type, args[4], [plus(args[3], j), args[1]])
+                builder.store(outputs, builder.bitcast(first, outputs.type.as_pointer()), align=4)
+            return context.get_dummy_value()
+        return types.void(w, first_output, x, first_input, y), codegen
+    return tile
 
 
-_row_times_8_rows = _row_times_rows_intrinsic(8)
-_row_times_4_rows = _row_times_rows_intrinsic(4)
+_tile_of_inputs = _tile_intrinsic(TILE_INPUT_ROWS)
+_tile_of_4_inputs = _tile_intrinsic(4)
+_tile_of_2_inputs = _tile_intrinsic(2)
+_tile_of_1_input = _tile_intrinsic(1)
+
+
+def tiles_fit(w: np.ndarray) -> bool:
+    """Whether `_tiled_rows_times_weight` takes W: rows of whole vectors, whole groups of rows."""
+    return w.shape[1] % TILE_LANES == 0 and w.shape[0] % TILE_WEIGHT_ROWS == 0
 
 
 @njit(parallel=True, fastmath=FAST, cache=True)
-def _few_rows_times_weight(x, w, y):  # pragma: no cover -- compiled; tested through rows_times_weight
-    # 4-11 users, rows of a multiple of 16 weights: `_rows_times_weight`'s single pass over W, eight (then four)
-    # inputs for each weight row, written in LLVM's vector instructions so that each 64 bytes of W ask for the
-    # bytes 2 KiB ahead (`PREFETCH_BYTES`): with eight multiply-adds for every weight, the hardware prefetcher
-    # alone let the stream stall. A step's products for 8 users: 29.0 -> 23.9 ms (interleaved); the same loop
-    # without the prefetch was no faster than numba's.
+def _tiled_rows_times_weight(x, w, y):  # pragma: no cover -- compiled; tested through rows_times_weight
     rows = x.shape[0]
-    for r in prange(w.shape[0]):
+    for group in prange(w.shape[0] // TILE_WEIGHT_ROWS):
+        o = TILE_WEIGHT_ROWS * np.int64(group)
         b = 0
-        while b + 8 <= rows:
-            y[b, r], y[b + 1, r], y[b + 2, r], y[b + 3, r], y[b + 4, r], y[b + 5, r], y[b + 6, r], y[b + 7, r] = \
-                _row_times_8_rows(w, r, x, b)
-            b += 8
+        while b + TILE_INPUT_ROWS <= rows:
+            _tile_of_inputs(w, o, x, b, y)
+            b += TILE_INPUT_ROWS
         if b + 4 <= rows:
-            y[b, r], y[b + 1, r], y[b + 2, r], y[b + 3, r] = _row_times_4_rows(w, r, x, b)
+            _tile_of_4_inputs(w, o, x, b, y)
             b += 4
-        while b < rows:
-            s = F32(0)
-            for k in range(x.shape[1]):
-                s += w[r, k] * x[b, k]
-            y[b, r] = s
-            b += 1
+        if b + 2 <= rows:
+            _tile_of_2_inputs(w, o, x, b, y)
+            b += 2
+        if b < rows:
+            _tile_of_1_input(w, o, x, b, y)
 
 
 # --- a few rows times a matrix kept in a GGUF format (quantized.py) --------------------------------
@@ -576,6 +602,12 @@ def _dequantize_q4(blocks, with_min, out):  # pragma: no cover -- compiled
 
 TOKENS_PER_PART = 256  # the shortest part of a context one core attends over on its own
 KEYS_AT_ONCE = 4  # keys (and values) one pass of the inner loops takes
+# Each pass asks for the keys (then the values) 4 KiB ahead: a job's rows are a run of memory, but the hardware
+# prefetcher alone kept a core's stream at about 7 GB/s between the arithmetic. 30 layers' attention at 512
+# tokens, 16 / 64 users: 24.5 / 105 ms -> 13.1 / 61 (2 KiB ahead: 15.4 / 69; keys and values both in the
+# scores' pass: 15.5 / 71; benchmarks/README.md).
+ATTENTION_PREFETCH_BYTES = 4096
+FLOATS_PER_LINE = 16  # a 64-byte cache line
 
 
 def one_token_attention(q: np.ndarray, keys: np.ndarray, values: np.ndarray, layer: int, first_slot: int,
@@ -649,6 +681,7 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, thr
             continue  # nothing left for this part: its sum stays 0, so it weighs nothing below
         k, v = keys[layer, slot, group], values[layer, slot, group]  # (max_tokens, hd)
         m = stop - start
+        ahead = ATTENTION_PREFETCH_BYTES // (4 * hd)  # in keys (or values)
         mine = q[seq, group * rep:(group + 1) * rep]  # this group's query heads
         # Scores q·k, scaled by 1/sqrt(hd) below: each key row read once for every query head that shares it;
         # KEYS_AT_ONCE keys per pass give the multiply-adds independent chains (one key at a time waits on each
@@ -656,6 +689,8 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, thr
         scores = all_scores[job]
         grouped = m - m % KEYS_AT_ONCE  # keys taken KEYS_AT_ONCE at a time; the rest one by one
         for j in range(0, grouped, KEYS_AT_ONCE):
+            for c in range(0, KEYS_AT_ONCE * hd, FLOATS_PER_LINE):
+                _prefetch(k, start + j + ahead, c)
             k0, k1, k2, k3 = k[start + j], k[start + j + 1], k[start + j + 2], k[start + j + 3]
             for r in range(rep):
                 qr = mine[r]
@@ -690,6 +725,8 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, thr
         # as often (one row at a time, every multiply-add waited on the last one's store).
         mixed = part_out[job]  # (rep, hd), zeros
         for j in range(0, grouped, KEYS_AT_ONCE):
+            for c in range(0, KEYS_AT_ONCE * hd, FLOATS_PER_LINE):
+                _prefetch(v, start + j + ahead, c)
             v0, v1, v2, v3 = v[start + j], v[start + j + 1], v[start + j + 2], v[start + j + 3]
             for r in range(rep):
                 w0, w1, w2, w3 = scores[r, j], scores[r, j + 1], scores[r, j + 2], scores[r, j + 3]

@@ -35,7 +35,7 @@ def kernel_path(monkeypatch):
     monkeypatch.setenv("PD_KERNELS", "numba")
 
 
-@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8, 11, 12, 17, 64])
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8, 11, 12, 15, 17, 64])  # every mix of the tiles' sizes
 @pytest.mark.parametrize(("n_out", "n_in"), [(960, 576), (7, 13), (1031, 577), (4, 1)])
 def test_rows_times_weight_equals_numpy(rows, n_out, n_in):
     rng = np.random.default_rng(rows * 1000 + n_out)
@@ -216,5 +216,22 @@ def test_the_kernel_tests_pass_with_the_work_split_over_two_threads():
                "-m", "not real_model and not slow"]
     result = subprocess.run(command, cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True,
                             text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout and "failed" not in result.stdout
+
+
+@pytest.mark.slow
+def test_the_products_equal_numpy_when_compiled_for_a_cpu_without_avx512():
+    """Without AVX-512 (the AMD build hosts) the tiled products use 8-float vectors and 3 input rows a tile, not
+    16 and 6: this file's product tests run again as compiled for such a CPU (Haswell's AVX2)."""
+    env = {**os.environ, "NUMBA_CPU_NAME": "haswell"}
+    env.pop("NUMBA_CPU_FEATURES", None)
+    repo = Path(__file__).resolve().parents[2]
+    lanes = subprocess.run([sys.executable, "-c", "from simulations import kernels; print(kernels.TILE_LANES)"],
+                           cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert lanes.stdout.strip() == "8", lanes.stdout + lanes.stderr
+    command = [sys.executable, "-m", "pytest", __file__, "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+               "-k", "rows_times_weight"]
+    result = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert " passed" in result.stdout and "failed" not in result.stdout
