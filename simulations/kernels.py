@@ -815,19 +815,36 @@ def _exp_row(row, powers):  # pragma: no cover -- compiled
         row[i] *= scales[i]
 
 
-def exp_in_place(x: np.ndarray) -> np.ndarray:
-    """np.exp(x, out=x) for a C-contiguous float32 array; returns x."""
+def softmax_numerators(x: np.ndarray) -> np.ndarray:
+    """x[...] = exp(x − its row's maximum), in place, for a C-contiguous float32 array; returns each row's sum of
+    them, shaped (..., 1): softmax's numerators and denominators, as model.softmax_numerators gives them."""
     if not x.flags.c_contiguous or x.dtype != F32:  # a reshaped copy would be written, not x
-        raise ValueError(f"exp_in_place needs a C-contiguous float32 array, got {x.dtype} {x.shape}")
-    _exp_rows(x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1))
-    return x
+        raise ValueError(f"softmax_numerators needs a C-contiguous float32 array, got {x.dtype} {x.shape}")
+    # The rows' maxima by numpy, whose loop runs sixteen lanes at a time: numba's max() of floats waited on each
+    # comparison (a block of 504 rows of 2048 scores: 1.08 ms against numpy's 0.16).
+    tops = x.max(axis=-1)
+    sums = np.empty(x.shape[:-1] + (1,), dtype=F32)
+    _softmax_numerators(x.reshape(-1, x.shape[-1]), tops.reshape(-1), sums.reshape(-1))
+    return sums
 
 
 @njit(fastmath=FAST, nogil=True, cache=True)
-def _exp_rows(x):  # pragma: no cover -- compiled; tested through exp_in_place
+def _softmax_numerators(x, tops, sums):  # pragma: no cover -- compiled; tested through softmax_numerators
+    # Two passes over a row (exp's two factors of each shifted score; their product and its sum) after the
+    # maximum's, where numpy's subtraction and sum around the compiled exp's two passes made four.
     powers = np.empty(x.shape[1], dtype=np.int32)
+    scales = powers.view(np.float32)
     for t in range(x.shape[0]):
-        _exp_row(x[t], powers)
+        row, top = x[t], tops[t]
+        for i in range(row.shape[0]):
+            fraction, power = _exp_parts(row[i] - top)
+            row[i] = fraction
+            powers[i] = power
+        total = F32(0)
+        for i in range(row.shape[0]):
+            row[i] *= scales[i]
+            total += row[i]
+        sums[t] = total
 
 
 def silu_gate(gate_up: np.ndarray, out: np.ndarray) -> None:

@@ -73,19 +73,23 @@ def test_element_wise_kernels_equal_numpy(rows, monkeypatch):
         close(got, want)
 
 
-def test_exp_equals_numpy_across_float32_and_gives_exact_zeros_and_ones():
-    """The softmax's exp: within a few float32 roundings of numpy's where scores live, exactly 1 at the maximum
-    and exactly 0 for a masked score (-inf) or one below float32's normal range; saturates, never inf."""
+def test_softmax_numerators_equal_numpy_and_give_exact_zeros_and_ones():
+    """Prefill's softmax: exp(score - its row's maximum) within a few float32 roundings of numpy's, exactly 1 at the
+    maximum and exactly 0 for a masked score (-inf) or one below float32's normal range; and each row's sum. (The
+    exp's saturation, never inf, is the MLP gate's: below.)"""
     rng = np.random.default_rng(0)
-    n = 2994  # with the six special scores, 3000: rows of 100
-    scores = np.concatenate([-20 * rng.random(n, dtype=np.float32), [0, -np.inf, -104, 20, 88, 500]])
-    want = np.exp(scores.astype(np.float64))
-    got = kernels.exp_in_place(scores.astype(np.float32).reshape(-1, 100)).reshape(-1)
-    assert got.dtype == np.float32
-    np.testing.assert_allclose(got[:n], want[:n], rtol=1e-6)
-    assert got[n] == 1 and got[n + 1] == 0 and got[n + 2] == 0
-    np.testing.assert_allclose(got[n + 3:n + 5], want[n + 3:n + 5], rtol=1e-4)
-    assert np.isfinite(got).all() and got[-1] > 1e38
+    scores = 5 - 20 * rng.random((30, 100), dtype=np.float32)
+    scores[0, :3] = [5, -np.inf, -110]  # row 0: its maximum first, then a masked score and one exp(-115) away
+    want = np.exp((scores - scores.max(axis=-1, keepdims=True)).astype(np.float64))  # numpy's path subtracts in float32
+    got = scores.copy()
+    sums = kernels.softmax_numerators(got)
+    assert got.dtype == np.float32 and sums.shape == (30, 1)
+    assert (got[np.arange(30), scores.argmax(axis=-1)] == 1).all()
+    assert got[0, 1] == 0 and got[0, 2] == 0
+    np.testing.assert_allclose(got[1:], want[1:], rtol=1e-6)
+    np.testing.assert_allclose(got[0, 3:], want[0, 3:], rtol=1e-6)
+    np.testing.assert_allclose(sums[:, 0], got.sum(axis=-1, dtype=np.float64), rtol=1e-6)
+    np.testing.assert_allclose(sums[:, 0], want.sum(axis=-1), rtol=1e-5)
 
 
 @pytest.mark.parametrize("rows", [1, 5, 300])
