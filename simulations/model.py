@@ -164,7 +164,7 @@ def embed(table: np.ndarray | QuantizedWeight, token_ids: np.ndarray) -> np.ndar
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
-    if kernels.few_rows(x):  # a decode step's rows: one compiled call (kernels.rms_norm)
+    if kernels.elementwise(x):  # one compiled pass a row (kernels.rms_norm)
         return kernels.rms_norm(x, weight, eps)
     mean_square = np.einsum("td,td->t", x, x)[:, None] / F32(x.shape[-1])  # (T, 1)
     return x * (weight / np.sqrt(mean_square + F32(eps)))
@@ -238,7 +238,7 @@ def rope_angles(positions: np.ndarray, head_dim: int, theta: float) -> tuple[np.
 def rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, style: str) -> np.ndarray:
     """Rotate (T, heads, hd) query/key vectors by their positions (rotary position embedding)."""
     hd = x.shape[-1]
-    if style in ("interleaved", "half") and kernels.few_rows(x):  # a decode step's rows: one compiled call
+    if style in ("interleaved", "half") and kernels.elementwise(x):  # one compiled pass (kernels.rope)
         return kernels.rope(x, cos, sin, style == "interleaved")
     if style == "interleaved":  # pairs (0,1), (2,3), ...
         first, second = np.s_[..., 0::2], np.s_[..., 1::2]
