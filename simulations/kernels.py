@@ -223,10 +223,11 @@ def _ir_dot(builder, qs, xs):  # Σ q_i · x_i over vectors: one product, then f
 # register blocking), in vectors as wide as the CPU's (16 floats with AVX-512, else 8); then the next input rows,
 # while the tile's weight rows stay in the L1 cache, so memory delivers W once. Each pass asks for the same
 # columns of the next group's weight rows (the next group a core takes: prange hands each core a band of them),
-# so the memory stream keeps going while a group's later tiles compute from the cache; asking 2 KiB ahead in the
-# same rows instead, the stream stalled on every group's first tile (16 users: 36.3 against 31.6 ms a step's
-# products). Against numba's loop below, interleaved, a step's products on a machine with AVX-512: 1 user 18.5 ->
-# 13.9 ms, 8 users 21.6 -> 17.8, 16 users 48 -> 32, 64 users 140 -> 96 (benchmarks/README.md).
+# so the memory stream keeps going while a group's later tiles compute from the cache (asking 2 KiB ahead in their
+# own rows instead, the stream stalled on every group's first tile: 16 users' products 36.3 against 31.6 ms). A
+# step's products on a machine with AVX-512, interleaved against the loops the tiles replaced (numba's one-row
+# loop, an LLVM loop of one weight row for 4-11 inputs, numba's 4 x 2 loop below): 1 user 19.2 -> 14.6 ms, 8 users
+# 22.3 -> 19.7, 16 users 41.4 -> 28.2, 32 users 66.0 -> 47.5, 64 users 110.2 -> 81.8 (benchmarks/README.md).
 # The features numba compiles for: the host's, unless $NUMBA_CPU_NAME names another CPU (then those that
 # $NUMBA_CPU_FEATURES lists).
 _WIDE = "+avx512f" in ((numba.config.CPU_FEATURES or "") if numba.config.CPU_NAME
