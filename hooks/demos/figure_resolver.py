@@ -77,6 +77,9 @@ class FigureResolver:
         peaks = self.m.roofline()["machine"]
         if key in ("peak_gflops", "peak_gbps"):
             return self._unit(peaks[key], "GFLOP/s" if key == "peak_gflops" else "GB/s")
+        if key in ("stream_mb", "cache_mb"):  # the bandwidth's buffer; the last-level cache (0: not reported)
+            return self._number(peaks.get("stream_bytes" if key == "stream_mb" else "last_level_cache_bytes") or 0,
+                                fmt.megabytes)
         ridge = peaks["peak_gflops"] / peaks["peak_gbps"]  # FLOP/byte where the two ceilings meet
         if key == "ridge":
             return self._unit(ridge, "FLOP/byte")
