@@ -727,10 +727,7 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, thr
                 top = max(top, row[j])
             for j in range(m):  # scaling after the maximum: the scale is positive, so the maximum is the same key's
                 row[j] = (row[j] - top) * scale
-            _exp_row(row, powers)
-            total = np.float32(0)
-            for j in range(m):
-                total += row[j]
+            total = _exp_row(row, powers, np.float32(0))
             part_max[job, r], part_sum[job, r] = top * scale, total
         # Weighted values: each value row read once likewise; KEYS_AT_ONCE rows per pass store the sums a quarter
         # as often (one row at a time, every multiply-add waited on the last one's store).
@@ -776,8 +773,8 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, thr
 # rms_norm and RoPE are a handful of numpy calls each on 576 floats: 10-30 µs of call overhead each time, some 2
 # ms of a one-user step at 512 tokens (its weights stream in about 17). Compiled, one call each; one core, no
 # threads, and for a prompt too: on 2048 tokens a layer's rms_norm took 0.29 ms against numpy's 1.0, its RoPE
-# 0.45 against numpy's 1.7 on both cores (numpy's temporaries, not its arithmetic, set their pace). exp (the softmax's numerators, the MLP gate's sigmoid) is compiled for every size: numpy's float32
-# exp and tanh run about 2 ns an element here (numpy 2.4 on AVX2; the kernel 0.5), and numpy's MLP gate alone
+# 0.45 against numpy's 1.7 on both cores. exp (the softmax's numerators, the MLP gate's sigmoid) is compiled for
+# every size: numpy's float32 exp and tanh run about 2 ns an element here (numpy 2.4 on AVX2; the kernel 0.5), and numpy's MLP gate alone
 # was a tenth of a 2048-token prefill. They release the GIL: prefill calls them from each core's thread.
 
 @njit(fastmath=FAST, inline="always")
@@ -805,16 +802,20 @@ def _exp_parts(x):  # pragma: no cover -- compiled
 
 
 @njit(fastmath=FAST, inline="always")
-def _exp_row(row, powers):  # pragma: no cover -- compiled
-    """row[:] = exp(row), in place; `powers` is int32 scratch at least as long. Two indexed passes (see
-    _exp_parts): `for row in x` and a tuple stored at once each ran three times slower."""
+def _exp_row(row, powers, shift):  # pragma: no cover -- compiled
+    """row[:] = exp(row - shift), in place, and returns their sum (unused, the compiler drops it); `powers` is int32
+    scratch at least as long. Two indexed passes (see _exp_parts): `for row in x` and a tuple stored at once each
+    ran three times slower."""
     for i in range(row.shape[0]):
-        fraction, power = _exp_parts(row[i])
+        fraction, power = _exp_parts(row[i] - shift)
         row[i] = fraction
         powers[i] = power
     scales = powers.view(np.float32)
+    total = F32(0)
     for i in range(row.shape[0]):
         row[i] *= scales[i]
+        total += row[i]
+    return total
 
 
 def softmax_numerators(x: np.ndarray) -> np.ndarray:
@@ -835,18 +836,8 @@ def _softmax_numerators(x, tops, sums):  # pragma: no cover -- compiled; tested 
     # Two passes over a row (exp's two factors of each shifted score; their product and its sum) after the
     # maximum's, where numpy's subtraction and sum around the compiled exp's two passes made four.
     powers = np.empty(x.shape[1], dtype=np.int32)
-    scales = powers.view(np.float32)
     for t in range(x.shape[0]):
-        row, top = x[t], tops[t]
-        for i in range(row.shape[0]):
-            fraction, power = _exp_parts(row[i] - top)
-            row[i] = fraction
-            powers[i] = power
-        total = F32(0)
-        for i in range(row.shape[0]):
-            row[i] *= scales[i]
-            total += row[i]
-        sums[t] = total
+        sums[t] = _exp_row(x[t], powers, tops[t])
 
 
 def silu_gate(gate_up: np.ndarray, out: np.ndarray) -> None:
@@ -866,7 +857,7 @@ def _silu_gate(gate_up, out):  # pragma: no cover -- compiled; tested through si
         row, o = gate_up[t], out[t]
         for i in range(d_ff):
             o[i] = -row[i]
-        _exp_row(o, powers)
+        _exp_row(o, powers, F32(0))
         for i in range(d_ff):  # x sigmoid(x) = x / (1 + exp(-x)); exp(-x) saturates, never inf
             o[i] = row[i] * row[d_ff + i] / (F32(1) + o[i])
 
