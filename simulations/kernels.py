@@ -3,9 +3,11 @@
 `model.py` stays the readable numpy definition and calls these behind its own functions:
 
 - `rows_times_weight` (from `model.linear`): y = x @ W.T for a few rows — a decode step of up to
-  MAX_KERNEL_ROWS users, or the LM head. Each weight is read from memory once for all the rows. numpy's
-  BLAS packs the whole matrix into a buffer on every product of a few rows, so its step of 8 users cost
-  2-7 times one user's though the weights are read once either way (benchmarks/README.md).
+  MAX_KERNEL_ROWS users, or the LM head. Each weight is read from memory once for all the rows, from a
+  copy of the matrix in the order the kernel reads it (`weight_tiles`, made by its first product: a
+  model's float32 matrices take their size again in memory). numpy's BLAS packs the whole matrix into a
+  buffer on every product of a few rows, so its step of 8 users cost 2-7 times one user's though the
+  weights are read once either way (benchmarks/README.md).
 - `one_token_attention` (from `model.transformer_block`): one new token per sequence attends over its
   KV cache. Each cached key and value row is read once for all the query heads that share it
   (grouped-query attention), in parallel over sequences × KV heads × parts of the context, each part's
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import weakref
 
 import numpy as np
 
@@ -47,9 +50,11 @@ from numba.core import cgutils  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
 PATHS = ("numba", "numpy")
-# Above this many rows the BLAS product is used: the kernel and numpy's path are within a few per cent of each
-# other from 48 to 96 rows on the build machine and the kernel is faster below (bench_batch.py's crossover,
-# benchmarks/README.md).
+# Above this many rows the BLAS product is used. Over stored rows, the kernel and numpy's path were within a few
+# per cent of each other from 48 to 96 rows; over its tiles (`weight_tiles`) on an AMD EPYC (Zen 4), the kernel
+# was faster still at 128 rows (a step's products 189 against 287 ms, bench_batch.py's crossover), but a
+# 2048-token prompt's layers in 64-row pieces took 2.87 s against BLAS's 2.62: the crossing lies between and was
+# not measured more finely, so the limit stays at the batching chapter's largest batch (benchmarks/README.md).
 MAX_KERNEL_ROWS = 64
 # fastmath without "ninf"/"nnan": reductions may be reordered and fused (vectorised), infinities stay exact.
 FAST = {"reassoc", "contract", "arcp", "nsz"}
@@ -91,7 +96,7 @@ def rows_times_weight(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """x @ W.T for x (rows, in) and a row-major W (out, in): every weight read once for all the rows."""
     y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
     if tiles_fit(w):  # every matrix of the model
-        _tiled_rows_times_weight(np.ascontiguousarray(x), w, y)
+        _tiled_rows_times_weight(np.ascontiguousarray(x), weight_tiles(w), y)
     else:
         _rows_times_weight(np.ascontiguousarray(x), w, y)
     return y
@@ -193,10 +198,11 @@ def _ir_address(context, builder, array_type, value, indices):
         wraparound=False, boundscheck=False)
 
 
-def _ir_prefetch(builder, pointer):  # a hint (it never faults): read, keep in every cache level
+def _ir_prefetch(builder, pointer, locality=3):
+    # A hint (it never faults) to read a line: locality 3 keeps it in every cache level, 2 from the L2 cache out.
     function = cgutils.get_or_insert_function(
         builder.module, ir.FunctionType(ir.VoidType(), [_I8.as_pointer(), _I32, _I32, _I32]), "llvm.prefetch.p0i8")
-    builder.call(function, [pointer, ir.Constant(_I32, 0), ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
+    builder.call(function, [pointer, ir.Constant(_I32, 0), ir.Constant(_I32, locality), ir.Constant(_I32, 1)])
 
 
 @intrinsic
@@ -221,13 +227,19 @@ def _ir_dot(builder, qs, xs):  # Σ q_i · x_i over vectors: one product, then f
 # A tile of TILE_WEIGHT_ROWS weight rows times TILE_INPUT_ROWS input rows a pass over the input dimension, so each
 # weight loaded into a register serves several inputs and each input several weights (a GEMM micro-kernel's
 # register blocking), in vectors as wide as the CPU's (16 floats with AVX-512, else 8); then the next input rows,
-# while the tile's weight rows stay in the L1 cache, so memory delivers W once. Each pass asks for the same
-# columns of the next group's weight rows (the next group a core takes: prange hands each core a band of them),
-# so the memory stream keeps going while a group's later tiles compute from the cache (asking 2 KiB ahead in their
-# own rows instead, the stream stalled on every group's first tile: 16 users' products 36.3 against 31.6 ms). A
-# step's products on a machine with AVX-512, interleaved against the loops the tiles replaced (numba's one-row
-# loop, an LLVM loop of one weight row for 4-11 inputs, numba's 4 x 2 loop below): 1 user 19.2 -> 14.6 ms, 8 users
-# 22.3 -> 19.7, 16 users 41.4 -> 28.2, 32 users 66.0 -> 47.5, 64 users 110.2 -> 81.8 (benchmarks/README.md).
+# while the tile's weight rows stay in the L1 cache, so memory delivers W once.
+# The tiles read W in its own copy (`weight_tiles`), its rows regrouped so that the vectors a pass loads together
+# lie next to each other: memory sees one forward stream, as a matrix-vector product's. Read as stored, a pass
+# walked four rows at once, four streams 2-6 KiB apart, and on an AMD EPYC (Zen 4) one user's products reached
+# 22-25 GB/s where a plain read of the same matrices reached 33-46 (benchmarks/README.md); a matrix-vector
+# product over the stored rows, one row after another, reached the read's rate there, and so do the tiles over
+# the copy. Where a group takes several passes (more than 5 input rows), each pass of six also asks for the same
+# share of the next group's tiles (the next group a core takes: prange hands each core a band of them), so the
+# stream keeps going while the group's later input rows compute from the cache; asked into the L2 cache, not the
+# L1 that holds the tile being computed. There, a step's products for 8 / 16 / 64 users took 19.6 / 23.1 / 87.8
+# ms, against 33.8 / 39.6 / 99.2 asked into the L1 cache and 24.0 / 38.0 / 137 from the stored rows; 1 user's,
+# asking nothing, 17.1 against 15.5 for the read (benchmarks/README.md). One pass a group (up to 5 rows) asks
+# nothing: the hardware prefetcher follows one stream on its own, and asking cost 1-2 ms.
 # The features numba compiles for: the host's, unless $NUMBA_CPU_NAME names another CPU (then those that
 # $NUMBA_CPU_FEATURES lists).
 _WIDE = "+avx512f" in ((numba.config.CPU_FEATURES or "") if numba.config.CPU_NAME
@@ -236,6 +248,7 @@ TILE_LANES = 16 if _WIDE else 8
 TILE_WEIGHT_ROWS = 4  # the sums of one input row's four outputs are stored as one 4-float vector
 TILE_INPUT_ROWS = 6 if _WIDE else 3  # accumulators: 24 of AVX-512's 32 registers, 12 of AVX2's 16
 _TILE = ir.VectorType(_F32, TILE_LANES)
+FLOATS_PER_LINE = 16  # a 64-byte cache line
 
 
 def _ir_sums(builder, vectors):
@@ -267,50 +280,52 @@ def _ir_sums(builder, vectors):
     return sums
 
 
-def _tile_intrinsic(n_inputs):
-    """A numba intrinsic tile(w, o, x, b, y): y[b + j, o + i] = W[o + i] · x[b + j] for i < TILE_WEIGHT_ROWS and
-    j < n_inputs (W's and x's rows contiguous, `in` a multiple of TILE_LANES)."""
+def _tile_intrinsic(n_inputs, ask_ahead=False):
+    """A numba intrinsic tile(tiles, g, x, b, y): y[b + j, R g + i] = W[R g + i] · x[b + j] for i < R
+    (TILE_WEIGHT_ROWS) and j < n_inputs, W's group g of rows taken from its `weight_tiles`, x's rows contiguous;
+    `ask_ahead`: each pass asks for its share of the next group's tiles."""
     @intrinsic
-    def tile(typingctx, w, first_output, x, first_input, y):
+    def tile(typingctx, tiles, group, x, first_input, y):
         def codegen(context, builder, signature, args):
-            w_type, _, x_type, _, y_type = signature.args
+            tiles_type, _, x_type, _, y_type = signature.args
             zero = context.get_constant(types.intp, 0)
 
             def plus(base, i):
                 return builder.add(base, context.get_constant(types.intp, i))
 
-            w_array, _ = _ir_address(context, builder, w_type, args[0], [args[1], zero])
-            weights = [_ir_address(context, builder, w_type, args[0], [plus(args[1], i), zero])[1]
-                       for i in range(TILE_WEIGHT_ROWS)]
+            tiles_array, weights = _ir_address(context, builder, tiles_type, args[0], [args[1], zero])
             inputs = [_ir_address(context, builder, x_type, args[2], [plus(args[3], j), zero])[1]
                       for j in range(n_inputs)]
-            n_in = cgutils.unpack_tuple(builder, w_array.shape)[1]
-            count = lambda value: ir.Constant(n_in.type, value)  # noqa: E731
-            sums = [[cgutils.alloca_once(builder, _TILE) for _ in range(n_inputs)] for _ in weights]  # registers
+            group_floats = cgutils.unpack_tuple(builder, tiles_array.shape)[1]
+            count = lambda value: ir.Constant(group_floats.type, value)  # noqa: E731
+            n_in = builder.sdiv(group_floats, count(TILE_WEIGHT_ROWS))
+            first_output = builder.mul(args[1], count(TILE_WEIGHT_ROWS))
+            sums = [[cgutils.alloca_once(builder, _TILE) for _ in range(n_inputs)] for _ in range(TILE_WEIGHT_ROWS)]  # registers
             for row in sums:
                 for accumulator in row:
                     builder.store(ir.Constant(_TILE, [0.0] * TILE_LANES), accumulator)
             with cgutils.for_range(builder, builder.sdiv(n_in, count(TILE_LANES))) as loop:
                 k = builder.mul(loop.index, count(TILE_LANES))
-                ahead = builder.add(k, builder.mul(n_in, count(TILE_WEIGHT_ROWS)))  # the next group's rows
-                lanes = []
-                for pointer in weights:
-                    _ir_prefetch(builder, builder.bitcast(builder.gep(pointer, [ahead]), _I8.as_pointer()))
-                    lanes.append(_ir_load(builder, pointer, k, _TILE, align=4))
+                here = builder.mul(k, count(TILE_WEIGHT_ROWS))  # the pass's R vectors, one after another
+                for line in range(0, TILE_WEIGHT_ROWS * TILE_LANES, FLOATS_PER_LINE) if ask_ahead else ():
+                    ahead = builder.add(builder.add(here, group_floats), count(line))
+                    _ir_prefetch(builder, builder.bitcast(builder.gep(weights, [ahead]), _I8.as_pointer()), locality=2)
+                lanes = [_ir_load(builder, weights, builder.add(here, count(i * TILE_LANES)), _TILE, align=4)
+                         for i in range(TILE_WEIGHT_ROWS)]
                 for j, pointer in enumerate(inputs):
                     xs = _ir_load(builder, pointer, k, _TILE, align=4)
                     for i, weight_lanes in enumerate(lanes):
                         builder.store(_ir_fmuladd(builder, weight_lanes, xs, builder.load(sums[i][j])), sums[i][j])
             for j in range(n_inputs):  # input row j's TILE_WEIGHT_ROWS outputs are neighbours in y's row
                 outputs = _ir_sums(builder, [builder.load(row[j]) for row in sums])
-                _, first = _ir_address(context, builder, y_type, args[4], [plus(args[3], j), args[1]])
+                _, first = _ir_address(context, builder, y_type, args[4], [plus(args[3], j), first_output])
                 builder.store(outputs, builder.bitcast(first, outputs.type.as_pointer()), align=4)
             return context.get_dummy_value()
-        return types.void(w, first_output, x, first_input, y), codegen
+        return types.void(tiles, group, x, first_input, y), codegen
     return tile
 
 
-_tile_of_inputs = _tile_intrinsic(TILE_INPUT_ROWS)
+_tile_of_inputs = _tile_intrinsic(TILE_INPUT_ROWS, ask_ahead=True)
 _tile_of_4_inputs = _tile_intrinsic(4)
 _tile_of_2_inputs = _tile_intrinsic(2)
 _tile_of_1_input = _tile_intrinsic(1)
@@ -321,23 +336,60 @@ def tiles_fit(w: np.ndarray) -> bool:
     return w.shape[1] % TILE_LANES == 0 and w.shape[0] % TILE_WEIGHT_ROWS == 0
 
 
+# Each matrix's tiles, made on its first product and kept while the array that owns its memory lives (a
+# model's weights: for the process). The key is where W's elements are; the owner's weak reference tells a
+# matrix from a later one allocated at the same address. The weights are read-only: a matrix changed in place
+# after its first product would keep its old tiles.
+_weight_tiles: dict[tuple, tuple[weakref.ref, np.ndarray]] = {}
+
+
+def weight_tiles(w: np.ndarray) -> np.ndarray:
+    """W (out, in) regrouped as the tiles read it: group g's row of (in / L) passes, each pass the L columns
+    (TILE_LANES) of its R rows (TILE_WEIGHT_ROWS), one after another. Shape (out / R, R · in); made once."""
+    owner = w
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    key = (w.__array_interface__["data"][0], w.shape, w.strides)
+    found = _weight_tiles.get(key)
+    if found is not None and found[0]() is owner:
+        return found[1]
+    tiles = np.empty((w.shape[0] // TILE_WEIGHT_ROWS, TILE_WEIGHT_ROWS * w.shape[1]), dtype=F32)
+    _regroup_in_tiles(w, tiles)
+    tiles.flags.writeable = False
+
+    def forget(reference: weakref.ref, key: tuple = key) -> None:
+        if _weight_tiles.get(key, (None,))[0] is reference:
+            del _weight_tiles[key]
+
+    _weight_tiles[key] = (weakref.ref(owner, forget), tiles)
+    return tiles
+
+
+@njit(parallel=True, cache=True)
+def _regroup_in_tiles(w, tiles):  # pragma: no cover -- compiled; tested through rows_times_weight
+    for group in prange(tiles.shape[0]):
+        for k in range(0, w.shape[1], TILE_LANES):
+            for i in range(TILE_WEIGHT_ROWS):
+                for lane in range(TILE_LANES):
+                    tiles[group, TILE_WEIGHT_ROWS * k + i * TILE_LANES + lane] = w[TILE_WEIGHT_ROWS * group + i, k + lane]
+
+
 @njit(parallel=True, fastmath=FAST, cache=True)
-def _tiled_rows_times_weight(x, w, y):  # pragma: no cover -- compiled; tested through rows_times_weight
+def _tiled_rows_times_weight(x, tiles, y):  # pragma: no cover -- compiled; tested through rows_times_weight
     rows = x.shape[0]
-    for group in prange(w.shape[0] // TILE_WEIGHT_ROWS):
-        o = TILE_WEIGHT_ROWS * np.int64(group)
+    for group in prange(tiles.shape[0]):
         b = 0
         while b + TILE_INPUT_ROWS <= rows:
-            _tile_of_inputs(w, o, x, b, y)
+            _tile_of_inputs(tiles, group, x, b, y)
             b += TILE_INPUT_ROWS
         if b + 4 <= rows:
-            _tile_of_4_inputs(w, o, x, b, y)
+            _tile_of_4_inputs(tiles, group, x, b, y)
             b += 4
         if b + 2 <= rows:
-            _tile_of_2_inputs(w, o, x, b, y)
+            _tile_of_2_inputs(tiles, group, x, b, y)
             b += 2
         if b < rows:
-            _tile_of_1_input(w, o, x, b, y)
+            _tile_of_1_input(tiles, group, x, b, y)
 
 
 # --- a few rows times a matrix kept in a GGUF format (quantized.py) --------------------------------
@@ -618,7 +670,6 @@ KEYS_AT_ONCE = 4  # keys (and values) one pass of the inner loops takes
 # tokens, 16 / 64 users: 24.5 / 105 ms -> 13.1 / 61 (2 KiB ahead: 15.4 / 69; keys and values both in the
 # scores' pass: 15.5 / 71; benchmarks/README.md).
 ATTENTION_PREFETCH_BYTES = 4096
-FLOATS_PER_LINE = 16  # a 64-byte cache line
 
 
 def one_token_attention(q: np.ndarray, keys: np.ndarray, values: np.ndarray, layer: int, first_slot: int,

@@ -46,13 +46,33 @@ def test_rows_times_weight_equals_numpy(rows, n_out, n_in):
     close(got, x @ w.T)
 
 
-def test_rows_times_weight_reads_a_read_only_memory_map(tmp_path):
+@pytest.mark.parametrize("shape", [(33, 20), (64, 64)])  # the fallback loop's and the tiles'
+def test_rows_times_weight_reads_a_read_only_memory_map(tmp_path, shape):
     """Read-only arrays (a memory map opened "r") still work: the kernel only reads its weights."""
-    w = np.random.default_rng(0).standard_normal((33, 20), dtype=np.float32)
+    w = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
     np.save(tmp_path / "w.npy", w)
     mapped = np.load(tmp_path / "w.npy", mmap_mode="r").view(np.ndarray)
-    x = np.ones((3, 20), dtype=np.float32)
+    x = np.ones((3, shape[1]), dtype=np.float32)
     close(kernels.rows_times_weight(x, mapped), x @ w.T)
+
+
+def test_every_matrix_is_multiplied_by_its_own_tiles_and_they_go_with_it():
+    """The tiles a matrix's first product makes are used for that matrix only: not for another part of the same
+    array, nor for a later matrix that numpy allocates at the same address, and they are freed with it."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 64), dtype=np.float32)
+    kept = len(kernels._weight_tiles)
+    for _ in range(20):  # numpy's allocator hands a freed block of this size straight back
+        w = rng.standard_normal((64, 64), dtype=np.float32)
+        close(kernels.rows_times_weight(x, w), x @ w.T)
+        close(kernels.rows_times_weight(x, w[32:]), x @ w[32:].T)  # another part: another address
+        close(kernels.rows_times_weight(x, w.view(np.ndarray)), x @ w.T)  # a new view of the same matrix
+        del w
+    first, second = (rng.standard_normal((64, 64), dtype=np.float32) for _ in range(2))  # both alive
+    for w in (first, second, first):
+        close(kernels.rows_times_weight(x, w), x @ w.T)
+    del first, second, w
+    assert len(kernels._weight_tiles) == kept
 
 
 @pytest.mark.parametrize("rows", [1, 3, 64, 300])
