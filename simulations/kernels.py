@@ -393,8 +393,14 @@ def _tiled_rows_times_weight(x, tiles, y):  # pragma: no cover -- compiled; test
 
 
 # --- a few rows times a matrix kept in a GGUF format (quantized.py) --------------------------------
-# Each kernel reads the matrix as stored, a row of blocks at a time, and dequantizes in registers: a step
-# reads the format's bytes (block scales included), never a float32 copy. Parallel over output rows.
+# Each kernel reads the format's bytes, a row at a time, and dequantizes in registers: a step reads the
+# format's bytes (block scales included), never a float32 copy. Parallel over output rows. F16 rows are read as
+# stored; Q8_0 and Q4 rows from a copy with each row's block parts gathered (`split_rows`: its scales, Q4_1's
+# minimums, then its quants), as llama.cpp's CPU backend repacks Q4_0 for its kernels: 16 blocks' scales then
+# take one vector conversion, and their m · Σx terms one multiply-add, where each block had converted its own
+# scale (and minimum) and added its own term. The Q4_1 model's products for 1 / 8 users, interleaved against
+# the blocks as stored: 6.22 -> 5.99 and 36.2 -> 31.0 ms (its layers alone, 1 user: 4.1-4.5 -> 3.8-3.9); Q8_0's
+# and F16's the same (benchmarks/README.md).
 #
 # Q8_0 and Q4 are written in LLVM's vector instructions, through numba's `intrinsic` (below), not as numba
 # loops: numba vectorised a loop over a block's 32 weights, but each block then ended in a horizontal sum and
@@ -416,16 +422,33 @@ def rows_times_blocks(x: np.ndarray, w) -> np.ndarray:
     if w.format == "f16":
         _rows_times_f16(x, w.data.view(np.uint16), y)
         return y
-    blocks = w.blocks
-    if blocks.strides[1:] != (blocks.shape[2], 1):  # the kernels step through a row's blocks as packed bytes
-        blocks = np.ascontiguousarray(blocks)
+    rows = split_rows(w)
     if w.format == "q8_0":
-        _rows_times_q8_0(x, blocks, y)
+        _rows_times_q8_0(x, rows, y)
     elif w.format == "q4_1":
-        _rows_times_q4_1(x, blocks, y)
+        _rows_times_q4_1(x, rows, y)
     else:
-        _rows_times_q4_0(x, blocks, y)
+        _rows_times_q4_0(x, rows, y)
     return y
+
+
+# Each Q matrix's rows as the kernels read them (`split_rows`), made on its first product and kept while the
+# QuantizedWeight lives.
+_split_rows: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def split_rows(w) -> np.ndarray:
+    """A Q8_0 / Q4_0 / Q4_1 QuantizedWeight's rows with their blocks' parts gathered: per row, the n blocks' f16
+    scales d (2n bytes), for Q4_1 then their f16 minimums m (2n bytes), then their quants (32 or 16 bytes each),
+    block after block. The same bytes as GGUF's rows, in another order: uint8 (out, n · block bytes)."""
+    rows = _split_rows.get(w)
+    if rows is None:
+        blocks = w.blocks
+        parts = [blocks[:, :, :2]] + ([blocks[:, :, 2:4]] if w.format == "q4_1" else []) + [blocks[:, :, _QUANTS_AT[w.format]:]]
+        rows = np.concatenate([part.reshape(blocks.shape[0], -1) for part in parts], axis=1)
+        rows.flags.writeable = False
+        _split_rows[w] = rows
+    return rows
 
 
 def dequantize_rows(w, start: int, stop: int) -> np.ndarray:
@@ -481,107 +504,160 @@ def _block_xs(builder, xs):  # the block's 32 inputs, a vector at a time
     return [_ir_load(builder, xs, _BLOCK_LANES * i, _BLOCK_VECTOR) for i in range(_VECTORS_A_BLOCK)]
 
 
-def _q8_0_block(builder, block, xs, x_sum, accumulator, offsets):
-    """accumulator + d · (q · x) over one Q8_0 block: f16 d, then 32 int8 q (no offset)."""
-    qs = [builder.sitofp(_ir_load(builder, block, 2 + _BLOCK_LANES * i, ir.VectorType(_I8, _BLOCK_LANES)),
-                         _BLOCK_VECTOR) for i in range(_VECTORS_A_BLOCK)]
-    total = _ir_dot(builder, qs, _block_xs(builder, xs))
-    return _ir_fmuladd(builder, _ir_splat(builder, _ir_half(builder, block, 0), _BLOCK_VECTOR), total,
-                       accumulator), offsets
+def _q8_quants_dot(builder, quants, xs):
+    """q · x over one block's 32 int8 quants, as a vector of partial sums."""
+    qs = [builder.sitofp(_ir_load(builder, quants, _BLOCK_LANES * i, ir.VectorType(_I8, _BLOCK_LANES)), _BLOCK_VECTOR)
+          for i in range(_VECTORS_A_BLOCK)]
+    return _ir_dot(builder, qs, _block_xs(builder, xs))
 
 
-def _halves_block(builder, block, xs, x_sum, accumulator, offsets):
-    """accumulator + w · x over 32 f16 weights (F16C converts a vector of them in one instruction)."""
-    for i, x_lanes in enumerate(_block_xs(builder, xs)):
-        halves = builder.bitcast(_ir_load(builder, block, 2 * _BLOCK_LANES * i, ir.VectorType(_I8, 2 * _BLOCK_LANES)),
-                                 ir.VectorType(ir.HalfType(), _BLOCK_LANES))
-        accumulator = _ir_fmuladd(builder, builder.fpext(halves, _BLOCK_VECTOR), x_lanes, accumulator)
-    return accumulator, offsets
+def _q4_quants_dot(builder, quants, xs):
+    """q · x over one block's 16 bytes: weights 0-15 in their low nibbles, 16-31 in their high ones."""
+    # A vector's worth of bytes at a time widened to 32-bit lanes, then split into nibbles there (x86 shifts no
+    # bytes; split as bytes, the step's Q4_1 products took 8.7 ms against 7.6).
+    words = [builder.zext(_ir_load(builder, quants, _BLOCK_LANES * i, ir.VectorType(_I8, _BLOCK_LANES)), _BLOCK_WORDS)
+             for i in range(_VECTORS_A_BLOCK // 2)]
+    nibbles = ([builder.and_(word, ir.Constant(_BLOCK_WORDS, [15] * _BLOCK_LANES)) for word in words]
+               + [builder.lshr(word, ir.Constant(_BLOCK_WORDS, [4] * _BLOCK_LANES)) for word in words])
+    return _ir_dot(builder, [builder.sitofp(q, _BLOCK_VECTOR) for q in nibbles], _block_xs(builder, xs))
 
 
-def _q4_block(with_min):
-    def block_dot(builder, block, xs, x_sum, accumulator, offsets):
-        """accumulator + d · (q · x), and offsets + m · Σx, over one Q4 block: f16 d (Q4_1: then f16 m), then 16
-        bytes holding weights 0-15 in their low nibbles and 16-31 in their high ones; Q4_0's m is −8·d. Σx, the
-        block's sum of x, is the same for every output row: summed once a call (`_block_sums`), where adding it
-        up in each block cost the step's Q4_1 products a quarter of their time."""
-        d = _ir_half(builder, block, 0)
-        m = _ir_half(builder, block, 2) if with_min else builder.fmul(d, ir.Constant(_F32, -8.0))
-        first = 4 if with_min else 2
-        # A vector's worth of bytes at a time widened to 32-bit lanes, then split into nibbles there (x86 shifts no
-        # bytes; split as bytes, the step's Q4_1 products took 8.7 ms against 7.6).
-        words = [builder.zext(_ir_load(builder, block, first + _BLOCK_LANES * i, ir.VectorType(_I8, _BLOCK_LANES)),
-                              _BLOCK_WORDS) for i in range(_VECTORS_A_BLOCK // 2)]
-        nibbles = ([builder.and_(word, ir.Constant(_BLOCK_WORDS, [15] * _BLOCK_LANES)) for word in words]
-                   + [builder.lshr(word, ir.Constant(_BLOCK_WORDS, [4] * _BLOCK_LANES)) for word in words])
-        total = _ir_dot(builder, [builder.sitofp(q, _BLOCK_VECTOR) for q in nibbles], _block_xs(builder, xs))
-        accumulator = _ir_fmuladd(builder, _ir_splat(builder, d, _BLOCK_VECTOR), total, accumulator)
-        fused = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_F32, [_F32] * 3), "llvm.fmuladd.f32")
-        return accumulator, builder.call(fused, [m, builder.load(x_sum), offsets])
-    return block_dot
+@intrinsic
+def _halves_row_dot(typingctx, halves, row, x, x_row):
+    """row r of an F16 matrix, as 64-byte blocks of 32 halves (out, in / 32, 64 uint8), times row b of x (rows, in;
+    float32, each row contiguous) -> float32. F16C converts a vector of halves in one instruction."""
+    def codegen(context, builder, signature, args):
+        halves_type, _, x_type, _ = signature.args
+        zero = context.get_constant(types.intp, 0)
+        halves_array, row_start = _ir_address(context, builder, halves_type, args[0], [args[1], zero, zero])
+        _, x_start = _ir_address(context, builder, x_type, args[2], [args[3], zero])
+        row_start = builder.bitcast(row_start, _I8.as_pointer())
+        x_start = builder.bitcast(x_start, _F32.as_pointer())
+        n_blocks = cgutils.unpack_tuple(builder, halves_array.shape)[1]
+        count = lambda value: ir.Constant(n_blocks.type, value)  # noqa: E731
+        accumulators = [cgutils.alloca_once(builder, _BLOCK_VECTOR) for _ in range(BLOCKS_A_PASS)]  # registers
+        for accumulator in accumulators:
+            builder.store(ir.Constant(_BLOCK_VECTOR, [0.0] * _BLOCK_LANES), accumulator)
+
+        def add_block(index, accumulator):
+            block = builder.gep(row_start, [builder.mul(index, count(64))])
+            xs = _block_xs(builder, builder.gep(x_start, [builder.mul(index, count(32))]))
+            total = builder.load(accumulator)
+            for i, x_lanes in enumerate(xs):
+                lanes = builder.bitcast(_ir_load(builder, block, 2 * _BLOCK_LANES * i, ir.VectorType(_I8, 2 * _BLOCK_LANES)),
+                                        ir.VectorType(ir.HalfType(), _BLOCK_LANES))
+                total = _ir_fmuladd(builder, builder.fpext(lanes, _BLOCK_VECTOR), x_lanes, total)
+            builder.store(total, accumulator)
+
+        passes = builder.sdiv(n_blocks, count(BLOCKS_A_PASS))
+        with cgutils.for_range(builder, passes) as loop:
+            first = builder.mul(loop.index, count(BLOCKS_A_PASS))
+            ahead = builder.gep(row_start, [builder.add(builder.mul(first, count(64)), count(PREFETCH_BYTES))])
+            for line in range(0, BLOCKS_A_PASS * 64, 64):
+                _ir_prefetch(builder, builder.gep(ahead, [ir.Constant(_I32, line)]))
+            for i, accumulator in enumerate(accumulators):
+                add_block(builder.add(first, count(i)), accumulator)
+        done = builder.mul(passes, count(BLOCKS_A_PASS))
+        with cgutils.for_range(builder, builder.sub(n_blocks, done)) as loop:  # the blocks left, fewer than a pass
+            add_block(builder.add(done, loop.index), accumulators[0])
+        lanes = builder.load(accumulators[0])
+        for accumulator in accumulators[1:]:
+            lanes = builder.fadd(lanes, builder.load(accumulator))
+        return builder.extract_element(_ir_sums(builder, [lanes]), ir.Constant(_I32, 0))  # a tree: 4 adds deep, not 15
+    return types.float32(halves, row, x, x_row), codegen
 
 
-def _row_dot_intrinsic(block_dot, block_bytes):
-    """A numba intrinsic row_dot(blocks, r, x, b, x_sums) -> float32: output row r of a block matrix (out, in / 32,
-    block_bytes uint8; a row's blocks packed) times row b of x (rows, in; float32, each row contiguous). x_sums
-    (rows, in / 32 float32) holds each block's sum of x, for the formats with an offset (`block_dot` returns a
-    vector and a scalar sum: the products, and the offsets times Σx); the others are handed x and read none."""
+_QUANTS_AT = {"q8_0": 2, "q4_0": 2, "q4_1": 4}  # where a GGUF block's quants start: after d (and Q4_1's m)
+SCALES_AT_ONCE = 16  # blocks whose f16 scales one vector conversion takes
+
+
+def _split_row_dot_intrinsic(fmt):
+    """A numba intrinsic row_dot(rows, r, x, b, x_sums) -> float32: row r of a Q matrix's `split_rows` times row b
+    of x (rows, in; float32, each row contiguous): Σ over blocks of d · (q · x) + m · Σx, with Q4_0's m = −8 d and
+    Q8_0's none. x_sums (rows, in / 32 float32): each block's Σx (read for the Q4 formats only)."""
+    quant_bytes, with_min, quants_dot = {"q8_0": (32, False, _q8_quants_dot), "q4_0": (16, False, _q4_quants_dot),
+                                         "q4_1": (16, True, _q4_quants_dot)}[fmt]
+    offset = fmt != "q8_0"  # the formats with an m · Σx term
+    block_bytes = _QUANTS_AT[fmt] + quant_bytes
+    scales_type = ir.VectorType(_F32, SCALES_AT_ONCE)
+
     @intrinsic
-    def row_dot(typingctx, blocks, row, x, x_row, x_sums):
+    def row_dot(typingctx, rows, row, x, x_row, x_sums):
         def codegen(context, builder, signature, args):
-            blocks_type, _, x_type, _, sums_type = signature.args
+            rows_type, _, x_type, _, sums_type = signature.args
             zero = context.get_constant(types.intp, 0)
-            blocks_array, row_start = _ir_address(context, builder, blocks_type, args[0], [args[1], zero, zero])
+            rows_array, row_start = _ir_address(context, builder, rows_type, args[0], [args[1], zero])
             _, x_start = _ir_address(context, builder, x_type, args[2], [args[3], zero])
+            _, sums_start = _ir_address(context, builder, sums_type, args[4], [args[3], zero])
             row_start = builder.bitcast(row_start, _I8.as_pointer())
             x_start = builder.bitcast(x_start, _F32.as_pointer())
-            _, sums_start = _ir_address(context, builder, sums_type, args[4], [args[3], zero])
             sums_start = builder.bitcast(sums_start, _F32.as_pointer())
-            n_blocks = cgutils.unpack_tuple(builder, blocks_array.shape)[1]
-            count = lambda value: ir.Constant(n_blocks.type, value)  # noqa: E731
-            # Stack slots, which LLVM turns into registers: the vector sums of q·x and the scalar sums of m·Σx.
+            row_bytes = cgutils.unpack_tuple(builder, rows_array.shape)[1]
+            count = lambda value: ir.Constant(row_bytes.type, value)  # noqa: E731
+            n_blocks = builder.sdiv(row_bytes, count(block_bytes))
+            mins = builder.gep(row_start, [builder.mul(n_blocks, count(2))])
+            quants = builder.gep(row_start, [builder.mul(n_blocks, count(_QUANTS_AT[fmt]))])
+
+            # Stack slots, which LLVM turns into registers: vector sums of d · (q · x), and of m · Σx.
             accumulators = [cgutils.alloca_once(builder, _BLOCK_VECTOR) for _ in range(BLOCKS_A_PASS)]
             for accumulator in accumulators:
                 builder.store(ir.Constant(_BLOCK_VECTOR, [0.0] * _BLOCK_LANES), accumulator)
-            offsets = [cgutils.alloca_once(builder, _F32) for _ in range(BLOCKS_A_PASS)]
-            for offset in offsets:
-                builder.store(ir.Constant(_F32, 0.0), offset)
+            offsets = cgutils.alloca_once(builder, scales_type)
+            builder.store(ir.Constant(scales_type, [0.0] * SCALES_AT_ONCE), offsets)
 
-            def add_block(index, accumulator, offset):
-                block = builder.gep(row_start, [builder.mul(index, count(block_bytes))])
-                xs = builder.gep(x_start, [builder.mul(index, count(32))])
-                vector, scalar = block_dot(builder, block, xs, builder.gep(sums_start, [index]), builder.load(accumulator),
-                                           builder.load(offset))
-                builder.store(vector, accumulator)
-                builder.store(scalar, offset)
+            def halves(start, first, n):  # n f16 values from byte 2 · first on, as float32
+                pointer = builder.bitcast(builder.gep(start, [builder.mul(first, count(2))]),
+                                          ir.VectorType(ir.HalfType(), n).as_pointer())
+                return builder.fpext(builder.load(pointer, align=1), ir.VectorType(_F32, n))
 
-            passes = builder.sdiv(n_blocks, count(BLOCKS_A_PASS))
-            with cgutils.for_range(builder, passes) as loop:
-                first = builder.mul(loop.index, count(BLOCKS_A_PASS))
-                ahead = builder.gep(row_start, [builder.add(builder.mul(first, count(block_bytes)),
-                                                            count(PREFETCH_BYTES))])
-                for line in range(0, BLOCKS_A_PASS * block_bytes, 64):
+            def add_block(index, d, accumulator):
+                total = quants_dot(builder, builder.gep(quants, [builder.mul(index, count(quant_bytes))]),
+                                   builder.gep(x_start, [builder.mul(index, count(32))]))
+                builder.store(_ir_fmuladd(builder, _ir_splat(builder, d, _BLOCK_VECTOR), total,
+                                          builder.load(accumulator)), accumulator)
+
+            def add_offsets(first, n, ds):  # offsets[:n] += m · Σx for n blocks from `first`
+                ms = halves(mins, first, n) if with_min else builder.fmul(ds, ir.Constant(ds.type, [-8.0] * n))
+                sums = builder.load(builder.bitcast(builder.gep(sums_start, [first]), ds.type.as_pointer()), align=4)
+                if n < SCALES_AT_ONCE:  # widen to the accumulator's lanes (the others add 0 · 0)
+                    widen = ir.Constant(ir.VectorType(_I32, SCALES_AT_ONCE), [min(i, n) for i in range(SCALES_AT_ONCE)])
+                    zeros = ir.Constant(ds.type, [0.0] * n)
+                    ms, sums = (builder.shuffle_vector(v, zeros, widen) for v in (ms, sums))
+                builder.store(_ir_fmuladd(builder, ms, sums, builder.load(offsets)), offsets)
+
+            with cgutils.for_range(builder, builder.sdiv(n_blocks, count(SCALES_AT_ONCE))) as loop:
+                first = builder.mul(loop.index, count(SCALES_AT_ONCE))
+                ds = halves(row_start, first, SCALES_AT_ONCE)  # one conversion for the 16 blocks' scales
+                if offset:
+                    add_offsets(first, SCALES_AT_ONCE, ds)
+                ahead = builder.gep(quants, [builder.add(builder.mul(first, count(quant_bytes)), count(PREFETCH_BYTES))])
+                for line in range(0, SCALES_AT_ONCE * quant_bytes, 64):
                     _ir_prefetch(builder, builder.gep(ahead, [ir.Constant(_I32, line)]))
-                for i, accumulator in enumerate(accumulators):
-                    add_block(builder.add(first, count(i)), accumulator, offsets[i])
-            done = builder.mul(passes, count(BLOCKS_A_PASS))
-            with cgutils.for_range(builder, builder.sub(n_blocks, done)) as loop:  # the blocks left, fewer than a pass
-                add_block(builder.add(done, loop.index), accumulators[0], offsets[0])
+                for i in range(SCALES_AT_ONCE):
+                    add_block(builder.add(first, count(i)), builder.extract_element(ds, ir.Constant(_I32, i)),
+                              accumulators[i % BLOCKS_A_PASS])
+            done = builder.mul(builder.sdiv(n_blocks, count(SCALES_AT_ONCE)), count(SCALES_AT_ONCE))
+            with cgutils.for_range(builder, builder.sub(n_blocks, done)) as loop:  # the blocks left, fewer than 16
+                index = builder.add(done, loop.index)
+                ds = halves(row_start, index, 1)
+                if offset:
+                    add_offsets(index, 1, ds)
+                add_block(index, builder.extract_element(ds, ir.Constant(_I32, 0)), accumulators[0])
             lanes = builder.load(accumulators[0])
             for accumulator in accumulators[1:]:
                 lanes = builder.fadd(lanes, builder.load(accumulator))
-            total = builder.extract_element(_ir_sums(builder, [lanes]), ir.Constant(_I32, 0))  # a tree: 4 adds deep, not 15
-            for offset in offsets:
-                total = builder.fadd(total, builder.load(offset))
+            total = builder.extract_element(_ir_sums(builder, [lanes]), ir.Constant(_I32, 0))  # a tree: 4 adds deep
+            if offset:
+                total = builder.fadd(total, builder.extract_element(_ir_sums(builder, [builder.load(offsets)]),
+                                                                    ir.Constant(_I32, 0)))
             return total
-        return types.float32(blocks, row, x, x_row, x_sums), codegen
+        return types.float32(rows, row, x, x_row, x_sums), codegen
     return row_dot
 
 
-_halves_row_dot = _row_dot_intrinsic(_halves_block, 64)
-_q8_0_row_dot = _row_dot_intrinsic(_q8_0_block, 34)
-_q4_0_row_dot = _row_dot_intrinsic(_q4_block(with_min=False), 18)
-_q4_1_row_dot = _row_dot_intrinsic(_q4_block(with_min=True), 20)
+_q8_0_row_dot = _split_row_dot_intrinsic("q8_0")
+_q4_0_row_dot = _split_row_dot_intrinsic("q4_0")
+_q4_1_row_dot = _split_row_dot_intrinsic("q4_1")
 
 
 @njit(inline="always")
@@ -600,30 +676,30 @@ def _block_sums(x, n_blocks):  # pragma: no cover -- compiled
 def _rows_times_halves(x, blocks, y):  # pragma: no cover -- compiled
     for r in prange(blocks.shape[0]):
         for b in range(x.shape[0]):
-            y[b, r] = _halves_row_dot(blocks, r, x, b, x)  # no block sums: x, unread
+            y[b, r] = _halves_row_dot(blocks, r, x, b)
 
 
 @njit(parallel=True, cache=True)
-def _rows_times_q8_0(x, blocks, y):  # pragma: no cover -- compiled
-    for r in prange(blocks.shape[0]):
+def _rows_times_q8_0(x, rows, y):  # pragma: no cover -- compiled
+    for r in prange(rows.shape[0]):
         for b in range(x.shape[0]):
-            y[b, r] = _q8_0_row_dot(blocks, r, x, b, x)  # no block sums: x, unread
+            y[b, r] = _q8_0_row_dot(rows, r, x, b, x)  # no block sums: x, unread
 
 
 @njit(parallel=True, cache=True)
-def _rows_times_q4_0(x, blocks, y):  # pragma: no cover -- compiled
-    x_sums = _block_sums(x, blocks.shape[1])
-    for r in prange(blocks.shape[0]):
+def _rows_times_q4_0(x, rows, y):  # pragma: no cover -- compiled
+    x_sums = _block_sums(x, x.shape[1] // 32)
+    for r in prange(rows.shape[0]):
         for b in range(x.shape[0]):
-            y[b, r] = _q4_0_row_dot(blocks, r, x, b, x_sums)
+            y[b, r] = _q4_0_row_dot(rows, r, x, b, x_sums)
 
 
 @njit(parallel=True, cache=True)
-def _rows_times_q4_1(x, blocks, y):  # pragma: no cover -- compiled
-    x_sums = _block_sums(x, blocks.shape[1])
-    for r in prange(blocks.shape[0]):
+def _rows_times_q4_1(x, rows, y):  # pragma: no cover -- compiled
+    x_sums = _block_sums(x, x.shape[1] // 32)
+    for r in prange(rows.shape[0]):
         for b in range(x.shape[0]):
-            y[b, r] = _q4_1_row_dot(blocks, r, x, b, x_sums)
+            y[b, r] = _q4_1_row_dot(rows, r, x, b, x_sums)
 
 
 @njit(parallel=True, cache=True)

@@ -207,7 +207,7 @@ def linear(
 
 def quantized_linear(x: np.ndarray, w: QuantizedWeight) -> np.ndarray:
     """x @ W.T for a matrix kept in a GGUF format (`quantized.py`). A few rows go to the compiled kernel,
-    which reads the blocks as stored and dequantizes in registers (decode reads the format's bytes); many
+    which reads the format's bytes and dequantizes in registers (decode reads no more than them); many
     rows (prefill) multiply one tile of TILE_ROWS dequantized output rows at a time, by `linear`'s float32
     path. The numpy path dequantizes tiles with llama.cpp's reference (`gguf.quants`)."""
     if kernels.enabled() and x.shape[0] <= kernels.MAX_KERNEL_ROWS:

@@ -58,7 +58,7 @@ def tiny():
 
 @pytest.mark.parametrize("fmt", ["f16", *BLOCK_FORMATS])
 @pytest.mark.parametrize("rows", [1, 2, 5, 64])
-@pytest.mark.parametrize(("n_out", "n_in"), [(70, 96), (257, 576), (3, 32)])
+@pytest.mark.parametrize(("n_out", "n_in"), [(70, 96), (257, 576), (3, 32), (5, 1536)])  # 3, 18, 1, 48 blocks
 def test_kernel_equals_dequantize_then_numpy(fmt, rows, n_out, n_in):
     w = random_blocks(fmt, n_out, n_in, seed=rows * 7 + n_out)
     x = np.random.default_rng(rows).standard_normal((rows, n_in), dtype=np.float32)
