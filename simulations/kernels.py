@@ -352,25 +352,26 @@ _arena_lock = threading.Lock()
 _arena = {"chunk": None, "used": 0}
 
 
-def _copy_memory(nbytes: int) -> np.ndarray:
-    """nbytes of uint8 for a kernel's copy, 64-byte aligned, from the current huge-page chunk (a new one when it is
-    full). A chunk is unmapped once no copy carved from it, nor the arena, holds it. Call under _arena_lock."""
+def _empty_copy(shape: tuple[int, int], dtype) -> np.ndarray:
+    """An empty array for a kernel's copy, 64-byte aligned, from the current huge-page chunk (a new one when it is
+    full). A chunk is unmapped once neither the arena nor any copy carved from it holds it."""
+    nbytes = shape[0] * shape[1] * np.dtype(dtype).itemsize
     if not hasattr(mmap, "MAP_ANONYMOUS"):  # not a POSIX system: ordinary memory
-        return np.empty(nbytes, dtype=np.uint8)
-    nbytes = -(-nbytes // 64) * 64
-    chunk = _arena["chunk"]
-    if chunk is None or _arena["used"] + nbytes > chunk.size:
-        size = max(_CHUNK, -(-nbytes // _HUGE_PAGE) * _HUGE_PAGE)
-        mapping = mmap.mmap(-1, size + _HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        if hasattr(mmap, "MADV_HUGEPAGE"):
-            mapping.madvise(mmap.MADV_HUGEPAGE)
-        raw = np.frombuffer(mapping, dtype=np.uint8)
-        start = -raw.__array_interface__["data"][0] % _HUGE_PAGE  # huge pages start on 2 MiB boundaries
-        chunk = _arena["chunk"] = raw[start:start + size]
-        _arena["used"] = 0
-    memory = chunk[_arena["used"]:_arena["used"] + nbytes]
-    _arena["used"] += nbytes
-    return memory
+        return np.empty(shape, dtype=dtype)
+    with _arena_lock:
+        chunk = _arena["chunk"]
+        if chunk is None or _arena["used"] + nbytes > chunk.size:
+            size = max(_CHUNK, -(-nbytes // _HUGE_PAGE) * _HUGE_PAGE)
+            mapping = mmap.mmap(-1, size + _HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            if hasattr(mmap, "MADV_HUGEPAGE"):
+                mapping.madvise(mmap.MADV_HUGEPAGE)
+            raw = np.frombuffer(mapping, dtype=np.uint8)
+            start = -raw.__array_interface__["data"][0] % _HUGE_PAGE  # huge pages start on 2 MiB boundaries
+            chunk = _arena["chunk"] = raw[start:start + size]
+            _arena["used"] = 0
+        memory = chunk[_arena["used"]:_arena["used"] + nbytes]
+        _arena["used"] += -(-nbytes // 64) * 64  # the next copy on a cache line of its own
+    return memory.view(dtype).reshape(shape)
 
 
 # Each matrix's tiles, made on its first product and kept while the array that owns its memory lives (a
@@ -391,8 +392,7 @@ def weight_tiles(w: np.ndarray) -> np.ndarray:
     if found is not None and found[0]() is owner:
         return found[1]
     shape = (w.shape[0] // TILE_WEIGHT_ROWS, TILE_WEIGHT_ROWS * w.shape[1])
-    with _arena_lock:
-        tiles = _copy_memory(4 * shape[0] * shape[1])[:4 * shape[0] * shape[1]].view(F32).reshape(shape)
+    tiles = _empty_copy(shape, F32)
     _regroup_in_tiles(w, tiles)
     tiles.flags.writeable = False
 
@@ -485,8 +485,7 @@ def split_rows(w) -> np.ndarray:
         blocks = w.blocks
         parts = [blocks[:, :, :2]] + ([blocks[:, :, 2:4]] if w.format == "q4_1" else []) + [blocks[:, :, _QUANTS_AT[w.format]:]]
         parts = [part.reshape(blocks.shape[0], -1) for part in parts]
-        with _arena_lock:
-            rows = _copy_memory(blocks.size)[:blocks.size].reshape(blocks.shape[0], -1)
+        rows = _empty_copy((blocks.shape[0], blocks.shape[1] * blocks.shape[2]), np.uint8)
         np.concatenate(parts, axis=1, out=rows)
         rows.flags.writeable = False
         _split_rows[w] = rows
