@@ -2,8 +2,8 @@
 
 `model.py` stays the readable numpy definition and calls these behind its own functions:
 
-- `rows_times_weight` (from `model.linear`): y = x @ W.T for a few rows — a decode step of up to
-  MAX_KERNEL_ROWS users, or the LM head. Each weight is read from memory once for all the rows, from a
+- `rows_times_weight` (from `model.linear`): y = x @ W.T — a decode step of up to MAX_KERNEL_ROWS users, the LM
+  head, or a prompt's rows in pieces of that many. Each weight is read from memory once for all the rows, from a
   copy of the matrix in the order the kernel reads it (`weight_tiles`, made by its first product: a
   model's float32 matrices take their size again in memory). numpy's BLAS packs the whole matrix into a
   buffer on every product of a few rows, so its step of 8 users cost 2-7 times one user's though the
@@ -52,11 +52,13 @@ from numba.core import cgutils  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
 PATHS = ("numba", "numpy")
-# Above this many rows the BLAS product is used. Over stored rows, the kernel and numpy's path were within a few
-# per cent of each other from 48 to 96 rows; over its tiles (`weight_tiles`) on an AMD EPYC (Zen 4), the kernel
-# was faster still at 128 rows (a step's products 189 against 287 ms, bench_batch.py's crossover), but a
-# 2048-token prompt's layers in 64-row pieces took 2.87 s against BLAS's 2.62: the crossing lies between and was
-# not measured more finely, so the limit stays at the batching chapter's largest batch (benchmarks/README.md).
+# Rows the kernel takes in one pass over a matrix; a prompt's rows (prefill) are cut into pieces of this many, each
+# a pass over the matrix from the caches. Each piece's inputs stay in the L2 cache while the matrix streams, as a
+# GEMM blocks its inputs. Here (AMD EPYC, Zen 4) a layer's four products in 64-row pieces ran at 175-190 GFLOP/s
+# from 128 to 2048 rows, against BLAS's 95 at 128 rows (its threads split 128 rows in two blocks of 64, each
+# packed on its own) and 130 / 156 / 165 / 181 at 256 / 512 / 1024 / 2048; 48- to 192-row pieces alike
+# (benchmarks/README.md; bench_batch.py prints the kernel against BLAS at each size). A matrix the tiles do not
+# fit goes to BLAS above this many rows.
 MAX_KERNEL_ROWS = 64
 # fastmath without "ninf"/"nnan": reductions may be reordered and fused (vectorised), infinities stay exact.
 FAST = {"reassoc", "contract", "arcp", "nsz"}
@@ -95,12 +97,17 @@ def describe() -> str:
 # --- a few rows times a weight matrix --------------------------------------------------------------
 
 def rows_times_weight(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """x @ W.T for x (rows, in) and a row-major W (out, in): every weight read once for all the rows."""
+    """x @ W.T for x (rows, in) and a row-major W (out, in): every weight read once for each MAX_KERNEL_ROWS rows
+    (once for a decode step's)."""
+    x = np.ascontiguousarray(x)
     y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
     if tiles_fit(w):  # every matrix of the model
-        _tiled_rows_times_weight(np.ascontiguousarray(x), weight_tiles(w), y)
+        tiles = weight_tiles(w)
+        for first in range(0, x.shape[0], MAX_KERNEL_ROWS):
+            rows = slice(first, first + MAX_KERNEL_ROWS)
+            _tiled_rows_times_weight(x[rows], tiles, y[rows])
     else:
-        _rows_times_weight(np.ascontiguousarray(x), w, y)
+        _rows_times_weight(x, w, y)
     return y
 
 
@@ -110,9 +117,10 @@ def elementwise(x: np.ndarray) -> bool:
 
 
 def streams(x: np.ndarray, w: np.ndarray) -> bool:
-    """Whether `linear` hands x @ W.T to the kernel: few enough rows, float32, W row-major."""
-    return (x.shape[0] <= MAX_KERNEL_ROWS and w.flags.c_contiguous and w.dtype == F32 and x.dtype == F32
-            and enabled())
+    """Whether `linear` hands x @ W.T to the kernel: float32, W row-major, and any number of rows if the tiles fit W
+    (`tiles_fit`: every matrix of the model), else up to MAX_KERNEL_ROWS."""
+    return (w.flags.c_contiguous and w.dtype == F32 and x.dtype == F32 and enabled()
+            and (x.shape[0] <= MAX_KERNEL_ROWS or tiles_fit(w)))
 
 
 @njit(parallel=True, fastmath=FAST, cache=True)
@@ -935,6 +943,195 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, thr
                     out[seq, head, d] += factor * part_out[p, r, d]
         for d in range(hd):
             out[seq, head, d] /= total
+
+
+# --- a prompt's queries attending over their keys (prefill, a chunk of a prompt) ----------------------------
+# Block by block, as FlashAttention does: a panel of TILE_INPUT_ROWS query rows (one KV head's query heads, token
+# after token) takes KEY_BLOCK keys at a time: their scores (one register-blocked product over the head
+# dimension), the running softmax (each row's maximum so far, and its sum of numerators), and their values
+# mixed into the panel's outputs (a second product over the block's keys). The scores never leave the L1 cache,
+# and a panel stops at its last token's last key (causal), where numpy's path computed each query block's whole
+# rows and masked the future. Both products are the GEMM micro-kernel's shape, C (rows × 4 vectors) += A B:
+# the scores read the keys transposed (hd × keys, made once a call), the mixing reads the values as stored.
+KEY_BLOCK = 4 * TILE_LANES  # keys a panel takes at once: four vectors of scores per query row
+
+
+def _panel_product_intrinsic(n_rows, n_vectors, masked):
+    """A numba intrinsic product(a, b, b_row, b_column, count, c, c_column, limits, tops): for each row r < n_rows
+    and the n_vectors × TILE_LANES columns j from 0, c[r, c_column + j] (+)= Σ_k<count a[r, k] · b[b_row + k,
+    b_column + j], added to what c holds unless `masked`. Masked (a block's scores): c[r, c_column + j] is -inf where j >=
+    limits[r] (a key after row r's query), and tops[r] is the row's largest score; otherwise `limits` and `tops`
+    are not read. a, c: C-contiguous 2-D arrays; b: 2-D, its rows contiguous."""
+
+    @intrinsic
+    def product(typingctx, a, b, b_row, b_column, count, c, c_column, limits, tops):
+        def codegen(context, builder, signature, args):
+            a_type, b_type, _, _, _, c_type, _, limits_type, tops_type = signature.args
+            zero = context.get_constant(types.intp, 0)
+            a_array, a_first = _ir_address(context, builder, a_type, args[0], [zero, zero])
+            b_array, b_first = _ir_address(context, builder, b_type, args[1], [args[2], args[3]])
+            c_array, c_first = _ir_address(context, builder, c_type, args[5], [zero, args[6]])
+            c_width = cgutils.unpack_tuple(builder, c_array.shape)[1]
+            a_width = cgutils.unpack_tuple(builder, a_array.shape)[1]
+            b_step = builder.sdiv(cgutils.unpack_tuple(builder, b_array.strides)[0],
+                                  context.get_constant(types.intp, 4))  # floats from one row of b to the next
+            count_value = context.cast(builder, args[4], signature.args[4], types.intp)
+
+            def at(n):
+                return context.get_constant(types.intp, n)
+
+            def c_row(r):  # where row r of c's columns starts
+                return builder.gep(c_first, [builder.mul(at(r), c_width)])
+
+            sums = [[cgutils.alloca_once(builder, _TILE) for _ in range(n_vectors)] for _ in range(n_rows)]  # registers
+            for r, row in enumerate(sums):
+                for v, accumulator in enumerate(row):
+                    start = ir.Constant(_TILE, [0.0] * TILE_LANES) if masked else \
+                        _ir_load(builder, c_row(r), v * TILE_LANES, _TILE, align=4)
+                    builder.store(start, accumulator)
+            with cgutils.for_range(builder, count_value) as loop:
+                b_row = builder.gep(b_first, [builder.mul(loop.index, b_step)])
+                lanes = [_ir_load(builder, b_row, v * TILE_LANES, _TILE, align=4) for v in range(n_vectors)]
+                for r, row in enumerate(sums):
+                    a_value = builder.load(builder.gep(a_first, [builder.add(builder.mul(at(r), a_width), loop.index)]))
+                    a_lanes = _ir_splat(builder, a_value, _TILE)
+                    for v, accumulator in enumerate(row):
+                        builder.store(_ir_fmuladd(builder, lanes[v], a_lanes, builder.load(accumulator)), accumulator)
+            if masked:
+                _, limits_first = _ir_address(context, builder, limits_type, args[7], [zero])
+                _, tops_first = _ir_address(context, builder, tops_type, args[8], [zero])
+                below = ir.Constant(_TILE, [float("-inf")] * TILE_LANES)
+                maximum = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_TILE, [_TILE, _TILE]),
+                                                         f"llvm.maxnum.v{TILE_LANES}f32")
+                reduce_max = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_F32, [_TILE]),
+                                                            f"llvm.vector.reduce.fmax.v{TILE_LANES}f32")
+                lanes_i64 = ir.VectorType(ir.IntType(64), TILE_LANES)
+                for r, row in enumerate(sums):
+                    limit = builder.load(builder.gep(limits_first, [at(r)]))
+                    visible = _ir_splat(builder, limit, lanes_i64)
+                    top = None
+                    for v, accumulator in enumerate(row):
+                        columns = ir.Constant(lanes_i64, [v * TILE_LANES + i for i in range(TILE_LANES)])
+                        scores = builder.select(builder.icmp_signed("<", columns, visible), builder.load(accumulator), below)
+                        pointer = builder.gep(c_row(r), [at(v * TILE_LANES)])
+                        builder.store(scores, builder.bitcast(pointer, _TILE.as_pointer()), align=4)
+                        top = scores if top is None else builder.call(maximum, [top, scores])
+                    builder.store(builder.call(reduce_max, [top]), builder.gep(tops_first, [at(r)]))
+            else:
+                for r, row in enumerate(sums):
+                    for v, accumulator in enumerate(row):
+                        pointer = builder.gep(c_row(r), [at(v * TILE_LANES)])
+                        builder.store(builder.load(accumulator), builder.bitcast(pointer, _TILE.as_pointer()), align=4)
+            return context.get_dummy_value()
+        return types.void(a, b, b_row, b_column, count, c, c_column, limits, tops), codegen
+    return product
+
+
+_block_scores = _panel_product_intrinsic(TILE_INPUT_ROWS, KEY_BLOCK // TILE_LANES, masked=True)
+# The values' product, four vectors of the head dimension at a time; a head dimension of 1-3 vectors more
+# (SmolLM2's 64 is four with AVX-512, eight with AVX2) takes one of the narrower ones.
+_mix_4_vectors = _panel_product_intrinsic(TILE_INPUT_ROWS, 4, masked=False)
+_mix_3_vectors = _panel_product_intrinsic(TILE_INPUT_ROWS, 3, masked=False)
+_mix_2_vectors = _panel_product_intrinsic(TILE_INPUT_ROWS, 2, masked=False)
+_mix_1_vector = _panel_product_intrinsic(TILE_INPUT_ROWS, 1, masked=False)
+
+
+def attends(q: np.ndarray, keys: np.ndarray) -> bool:
+    """Whether `model.attention` hands a prompt's attention to `prompt_attention`: float32, a head dimension of
+    whole vectors."""
+    return enabled() and q.dtype == F32 and keys.dtype == F32 and q.shape[2] % TILE_LANES == 0
+
+
+def prompt_attention(q: np.ndarray, keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Causal grouped-query attention of the last Tq positions over all Lk keys and values, as model.attention:
+    q (Tq, heads, hd); keys, values (kv_heads, Lk, hd), each row contiguous. Returns (Tq, heads * hd)."""
+    tq, heads, hd = q.shape
+    if keys.strides[2] != 4 or values.strides[2] != 4:
+        raise ValueError("prompt_attention needs the keys' and values' rows contiguous")
+    out = np.empty((tq, heads, hd), dtype=F32)
+    _prompt_attention(q, keys, values, F32(1 / math.sqrt(hd)), numba.config.NUMBA_NUM_THREADS, out)
+    return out.reshape(tq, heads * hd)
+
+
+@njit(parallel=True, fastmath=FAST, cache=True)
+def _prompt_attention(q, keys, values, scale, threads, out):  # pragma: no cover -- compiled; tested through prompt_attention
+    tq, heads, hd = q.shape
+    kv_heads, lk = keys.shape[0], keys.shape[1]
+    rep = heads // kv_heads
+    past = lk - tq  # keys before the first query
+    blocks = (lk + KEY_BLOCK - 1) // KEY_BLOCK
+    # The keys transposed a block at a time, (hd, KEY_BLOCK) each, the last padded with zeros (always masked). A
+    # block is one run of 16 KiB: as rows of the whole transposed matrix, 8 KiB apart at 2048 tokens, its lines
+    # fell into the same few sets of the L1 cache, and the scores took 16.3 ms of a layer's 33.3 against 12.5
+    # for the values' product, the same arithmetic.
+    transposed = np.zeros((kv_heads, blocks, hd, KEY_BLOCK), dtype=F32)
+    for job in prange(kv_heads * blocks):
+        g, block = job // blocks, job % blocks
+        for d in range(hd):
+            for j in range(min(KEY_BLOCK, lk - block * KEY_BLOCK)):
+                transposed[g, block, d, j] = keys[g, block * KEY_BLOCK + j, d]
+    rows = tq * rep  # a KV head's query rows, token after token, its `rep` query heads each
+    panels = (rows + TILE_INPUT_ROWS - 1) // TILE_INPUT_ROWS
+    jobs = kv_heads * panels
+    # Each core takes every `threads`-th job, panel after panel, so each gets as many late (long, causal)
+    # panels as early ones; its scratch is made once, not for each job (a 64-token prompt's panel computes
+    # in about a microsecond, its eight arrays took as long to allocate).
+    for worker in prange(threads):
+        queries = np.empty((TILE_INPUT_ROWS, hd), dtype=F32)
+        limits = np.empty(TILE_INPUT_ROWS, dtype=np.int64)  # row r sees keys 0 .. limits[r] - 1
+        visible = np.empty(TILE_INPUT_ROWS, dtype=np.int64)  # of a block's keys, the first visible[r]
+        scores = np.empty((TILE_INPUT_ROWS, KEY_BLOCK), dtype=F32)
+        tops = np.empty(TILE_INPUT_ROWS, dtype=F32)
+        highest = np.empty(TILE_INPUT_ROWS, dtype=F32)  # each row's largest score so far
+        sums = np.empty(TILE_INPUT_ROWS, dtype=F32)  # and its numerators' sum, exp(score - highest)
+        mixed = np.empty((TILE_INPUT_ROWS, hd), dtype=F32)  # Σ numerator · value, on the same scale
+        powers = np.empty(KEY_BLOCK, dtype=np.int32)
+        for job in range(worker, jobs, threads):
+            g, panel = job % kv_heads, job // kv_heads
+            first_row = panel * TILE_INPUT_ROWS
+            n = min(TILE_INPUT_ROWS, rows - first_row)
+            queries[:] = 0
+            limits[:] = 0  # rows past the last query see no key
+            highest[:] = -np.inf
+            sums[:] = 0
+            mixed[:] = 0
+            for r in range(n):
+                t, h = (first_row + r) // rep, g * rep + (first_row + r) % rep
+                for d in range(hd):
+                    queries[r, d] = q[t, h, d] * scale
+                limits[r] = past + t + 1
+            end = limits[n - 1]
+            for first_key in range(0, end, KEY_BLOCK):
+                for r in range(TILE_INPUT_ROWS):
+                    visible[r] = limits[r] - first_key
+                _block_scores(queries, transposed[g, first_key // KEY_BLOCK], 0, 0, hd, scores, 0, visible, tops)
+                for r in range(n):
+                    if tops[r] > highest[r]:  # a larger score: what was summed shrinks to the new scale
+                        if highest[r] > -np.inf:
+                            shrink = math.exp(highest[r] - tops[r])
+                            sums[r] *= shrink
+                            for d in range(hd):
+                                mixed[r, d] *= shrink
+                        highest[r] = tops[r]
+                    sums[r] += _exp_row(scores[r], powers, highest[r])  # a key after the query: exp(-inf) = 0
+                for r in range(n, TILE_INPUT_ROWS):  # rows past the last query weigh nothing
+                    for j in range(KEY_BLOCK):
+                        scores[r, j] = 0
+                count = min(KEY_BLOCK, end - first_key)
+                for column in range(0, hd - 4 * TILE_LANES + 1, 4 * TILE_LANES):
+                    _mix_4_vectors(scores, values[g], first_key, column, count, mixed, column, limits, tops)
+                column = hd // (4 * TILE_LANES) * 4 * TILE_LANES
+                left = (hd - column) // TILE_LANES
+                if left == 3:
+                    _mix_3_vectors(scores, values[g], first_key, column, count, mixed, column, limits, tops)
+                elif left == 2:
+                    _mix_2_vectors(scores, values[g], first_key, column, count, mixed, column, limits, tops)
+                elif left == 1:
+                    _mix_1_vector(scores, values[g], first_key, column, count, mixed, column, limits, tops)
+            for r in range(n):
+                t, h = (first_row + r) // rep, g * rep + (first_row + r) % rep
+                for d in range(hd):
+                    out[t, h, d] = mixed[r, d] / sums[r]
 
 
 # --- element-wise work ---------------------------------------------------------------------------------

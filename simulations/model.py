@@ -173,25 +173,26 @@ def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
 def linear(
     x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, observer: Observer = NO_OBSERVER
 ) -> np.ndarray:
-    """y = x @ W.T (+ b). A few rows (decode, a batch of decode rows, the LM head) go to the compiled
-    kernel, which reads each weight once for all of them (`kernels.rows_times_weight`).
-
-    The numpy path: many rows (prefill) split into one block of token rows per core; fewer go to BLAS
-    whole, on its own threads. Up to VECTOR_ROWS rows are one matrix-vector product each, every one
-    streaming W: a layer's matrix, a few MB, stays in the L3 cache from the first row to the last, and
-    OpenBLAS runs two such products faster than its matrix product of two rows."""
+    """y = x @ W.T (+ b). The compiled kernel takes float32 matrices: a decode step's rows (one user's, a
+    batch's, the LM head's) in one pass that reads each weight once for all of them, a prompt's rows in pieces
+    of MAX_KERNEL_ROWS (`kernels.rows_times_weight`). Other matrices, and the numpy path, go to BLAS
+    (`blas_product`)."""
     observer.matmul(x, w, b)
     if isinstance(w, QuantizedWeight):
         y = quantized_linear(x, w)
-        if b is not None:
-            y += b
-        return y
-    w = w.view(np.ndarray)  # a memory-mapped file's slices would run np.memmap's Python hook each time
-    if kernels.streams(x, w):
-        y = kernels.rows_times_weight(x, w)
-        if b is not None:
-            y += b
-        return y
+    else:
+        w = w.view(np.ndarray)  # a memory-mapped file's slices would run np.memmap's Python hook each time
+        y = kernels.rows_times_weight(x, w) if kernels.streams(x, w) else blas_product(x, w)
+    if b is not None:
+        y += b
+    return y
+
+
+def blas_product(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """x @ W.T by numpy's BLAS. Many rows (prefill) split into one block of token rows per core; fewer go to
+    BLAS whole, on its own threads. Up to VECTOR_ROWS rows are one matrix-vector product each, every one
+    streaming W: a layer's matrix, a few MB, stays in the L3 cache from the first row to the last, and
+    OpenBLAS runs two such products faster than its matrix product of two rows."""
     y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
     if x.shape[0] >= 2 * parallel.MIN_ROWS_PER_BLOCK:  # read at call time: tests change it
         for_row_blocks(lambda rows: np.matmul(x[rows], w.T, out=y[rows]), x.shape[0])
@@ -200,23 +201,22 @@ def linear(
             np.matmul(w, x[row], out=y[row])
     else:
         np.matmul(x, w.T, out=y)
-    if b is not None:
-        y += b
     return y
 
 
 def quantized_linear(x: np.ndarray, w: QuantizedWeight) -> np.ndarray:
     """x @ W.T for a matrix kept in a GGUF format (`quantized.py`). A few rows go to the compiled kernel,
     which reads the format's bytes and dequantizes in registers (decode reads no more than them); many
-    rows (prefill) multiply one tile of TILE_ROWS dequantized output rows at a time, by `linear`'s float32
-    path. The numpy path dequantizes tiles with llama.cpp's reference (`gguf.quants`)."""
+    rows (prefill) multiply one tile of TILE_ROWS dequantized output rows at a time by BLAS (a tile is made
+    for one product: the kernel's copy of it in tile order would cost another pass over it). The numpy path
+    dequantizes tiles with llama.cpp's reference (`gguf.quants`)."""
     if kernels.enabled() and x.shape[0] <= kernels.MAX_KERNEL_ROWS:
         return kernels.rows_times_blocks(x, w)
     y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
     for start in range(0, w.shape[0], TILE_ROWS):
         stop = min(start + TILE_ROWS, w.shape[0])
         tile = kernels.dequantize_rows(w, start, stop) if kernels.enabled() else w.dequantize(slice(start, stop))
-        y[:, start:stop] = linear(x, tile)
+        y[:, start:stop] = blas_product(x, tile)
     return y
 
 
@@ -312,6 +312,8 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, observer: Observer = 
     q: (Tq, heads, hd); k, v: (kv_heads, Lk, hd). Returns (Tq, heads * hd).
     """
     observer.attention(q, k, v)
+    if kernels.attends(q, k):  # the compiled path: block by block, the scores never kept (kernels.prompt_attention)
+        return kernels.prompt_attention(q, k, v)
     tq, n_heads, hd = q.shape
     n_kv, lk, _ = k.shape
     rep = n_heads // n_kv  # query heads per KV head; head h reads KV head h // rep

@@ -35,7 +35,8 @@ def kernel_path(monkeypatch):
     monkeypatch.setenv("PD_KERNELS", "numba")
 
 
-@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8, 11, 12, 15, 17, 64])  # every mix of the tiles' sizes
+# every mix of the tiles' sizes, and a prompt's rows in pieces of MAX_KERNEL_ROWS (a whole piece and a partial one)
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8, 11, 12, 15, 17, 64, 65, 139])
 @pytest.mark.parametrize(("n_out", "n_in"), [(960, 576), (7, 13), (1031, 577), (4, 1)])
 def test_rows_times_weight_equals_numpy(rows, n_out, n_in):
     rng = np.random.default_rng(rows * 1000 + n_out)
@@ -136,16 +137,18 @@ def test_prefill_gives_the_same_logits_on_either_path(tiny, path, monkeypatch):
     close(logits, reference)
 
 
-def test_linear_uses_the_kernel_for_few_rows_and_blas_above(monkeypatch):
+def test_linear_uses_the_kernel_for_any_rows_its_tiles_fit_and_blas_for_many_rows_of_others(monkeypatch):
     calls = []
     real = kernels.rows_times_weight
-    monkeypatch.setattr(kernels, "rows_times_weight", lambda x, w: calls.append(x.shape[0]) or real(x, w))
-    w = np.ones((8, 4), dtype=np.float32)
-    M.linear(np.ones((kernels.MAX_KERNEL_ROWS, 4), dtype=np.float32), w)
-    M.linear(np.ones((kernels.MAX_KERNEL_ROWS + 1, 4), dtype=np.float32), w)
+    monkeypatch.setattr(kernels, "rows_times_weight", lambda x, w: calls.append(x.shape) or real(x, w))
+    tiled = np.ones((8, 2 * kernels.TILE_LANES), dtype=np.float32)  # whole vectors, whole groups of rows
+    other = np.ones((8, 4), dtype=np.float32)
+    M.linear(np.ones((3 * kernels.MAX_KERNEL_ROWS + 1, tiled.shape[1]), dtype=np.float32), tiled)  # a prompt's rows
+    M.linear(np.ones((kernels.MAX_KERNEL_ROWS, 4), dtype=np.float32), other)
+    M.linear(np.ones((kernels.MAX_KERNEL_ROWS + 1, 4), dtype=np.float32), other)  # BLAS
     monkeypatch.setenv("PD_KERNELS", "numpy")
-    M.linear(np.ones((1, 4), dtype=np.float32), w)
-    assert calls == [kernels.MAX_KERNEL_ROWS]
+    M.linear(np.ones((1, 4), dtype=np.float32), other)
+    assert calls == [(3 * kernels.MAX_KERNEL_ROWS + 1, tiled.shape[1]), (kernels.MAX_KERNEL_ROWS, 4)]
 
 
 def test_an_unknown_kernel_setting_names_the_allowed_values(monkeypatch):
@@ -171,6 +174,40 @@ def test_one_token_attention_equals_numpy(sequences, context):
                             lengths)
     assert np.isfinite(got).all()
     close(got, want)
+
+
+# (new tokens, keys before them, query heads, KV heads, head dimension): one token; a prompt shorter than a key block,
+# across several and not a whole number of them; a chunk after earlier ones; grouped queries 3 and 4 to a KV head,
+# one (multi-head), and one KV head for all; head dimensions of 1 to 4 vectors and more.
+@pytest.mark.parametrize(("new", "past", "heads", "kv_heads", "hd"), [
+    (1, 0, 9, 3, 64), (5, 0, 9, 3, 64), (64, 0, 9, 3, 64), (139, 0, 9, 3, 64), (300, 0, 4, 2, 16),
+    (7, 100, 9, 3, 64), (70, 200, 8, 2, 48), (33, 0, 4, 4, 32), (17, 3, 8, 1, 80), (20, 0, 2, 2, 128)])
+def test_prompt_attention_equals_numpy(new, past, heads, kv_heads, hd, monkeypatch):
+    """As the model calls it: queries a view into the fused QKV product, keys and values views of a cache whose
+    rows after the last token hold NaN (never read)."""
+    rng = np.random.default_rng(new * 1000 + past)
+    fused = 3 * rng.standard_normal((new, heads + 2 * kv_heads, hd), dtype=np.float32)  # sharp softmax: the max matters
+    q = fused[:, :heads]
+    cache = rng.standard_normal((2, kv_heads, past + new + 70, hd), dtype=np.float32)
+    cache[:, :, past + new:] = np.nan
+    keys, values = cache[0, :, :past + new], cache[1, :, :past + new]
+    got = kernels.prompt_attention(q, keys, values)
+    monkeypatch.setenv("PD_KERNELS", "numpy")
+    want = M.attention(q, keys, values)
+    assert got.shape == (new, heads * hd) and np.isfinite(got).all()
+    close(got, want)
+
+
+def test_the_model_attends_over_a_prompt_with_the_kernel(monkeypatch):
+    calls = []
+    real = kernels.prompt_attention
+    monkeypatch.setattr(kernels, "prompt_attention", lambda q, k, v: calls.append(q.shape) or real(q, k, v))
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((5, 4, 32), dtype=np.float32), rng.standard_normal((2, 5, 32), dtype=np.float32)
+    M.attention(q, k, k)
+    monkeypatch.setenv("PD_KERNELS", "numpy")
+    M.attention(q, k, k)
+    assert calls == [(5, 4, 32)]
 
 
 def test_decode_steps_with_kernels_equal_the_numpy_path(tiny, monkeypatch):
@@ -257,7 +294,7 @@ def test_the_products_equal_numpy_when_compiled_for_a_cpu_without_avx512():
     assert lanes.stdout.strip() == "8", lanes.stdout + lanes.stderr
     command = [sys.executable, "-m", "pytest", __file__, str(Path(__file__).with_name("test_core_formats.py")), "-q",
                "-p", "no:cacheprovider", "-p", "no:xdist",
-               "-k", "rows_times_weight or kernel_equals_dequantize or half_rows_of_any_length"]
+               "-k", "rows_times_weight or prompt_attention or kernel_equals_dequantize or half_rows_of_any_length"]
     result = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert " passed" in result.stdout and "failed" not in result.stdout
