@@ -362,13 +362,11 @@ def mlp(x: np.ndarray, layer: LayerWeights, observer: Observer = NO_OBSERVER) ->
     d_ff = gate_up.shape[1] // 2
     hidden = np.empty((x.shape[0], d_ff), dtype=F32)
 
-    def gate(rows: slice) -> None:
-        if kernels.enabled():  # one compiled pass instead of numpy's four (kernels.silu_gate)
-            kernels.silu_gate(gate_up[rows], hidden[rows])
-        else:
-            np.multiply(silu(gate_up[rows, :d_ff]), gate_up[rows, d_ff:], out=hidden[rows])
-
-    for_row_blocks(gate, x.shape[0])  # element-wise per token: rows split across cores
+    if kernels.enabled():  # one compiled pass instead of numpy's four, its rows split across the cores
+        kernels.silu_gate(gate_up, hidden)
+    else:  # element-wise per token: rows split across cores
+        for_row_blocks(lambda rows: np.multiply(silu(gate_up[rows, :d_ff]), gate_up[rows, d_ff:], out=hidden[rows]),
+                       x.shape[0])
     return linear(hidden, layer.w_down, observer=observer)
 
 
