@@ -1,4 +1,4 @@
-"""Decode's hot spots, compiled with numba: what an inference engine's CPU kernels do, beside the model.
+"""The model's hot spots, compiled with numba: what an inference engine's CPU kernels do, beside the model.
 
 `model.py` stays the readable numpy definition and calls these behind its own functions:
 
@@ -12,8 +12,12 @@
   KV cache. Each cached key and value row is read once for all the query heads that share it
   (grouped-query attention), in parallel over sequences × KV heads × parts of the context, each part's
   softmax combined by its running maximum (a numerically stable "flash-decoding" split).
+- `prompt_attention` (from `model.attention`): a prompt's queries attend causally over their keys, block by
+  block as FlashAttention does, the scores never stored: a prompt's attention in two register-blocked products
+  a block, with the running softmax between them.
 - element-wise work: rms_norm and RoPE (one compiled pass instead of numpy's several calls), and exp for
-  every size (prefill's softmax, the MLP gate's sigmoid): numpy's float32 exp takes three times as long here.
+  every size (the MLP gate's sigmoid, numpy attention's softmax): numpy's float32 exp takes three times as long
+  here.
 
 PD_KERNELS=numpy selects the pure numpy path instead: the reference every kernel is tested against, and
 what `machine_info()` names on every trace and page. Compiled code is cached in the per-user cache
