@@ -1,7 +1,7 @@
 """Decode at the physical limit: the real model's steps against their roofline floor (issue 23's figures).
 
     .venv/bin/python benchmarks/bench_batch.py [--json] [--runs N] [--repeats N]
-    .venv/bin/python benchmarks/bench_batch.py --profile    # where a step's time goes (B = 1, 4, 16)
+    .venv/bin/python benchmarks/bench_batch.py --profile    # where a step's (B = 1, 4, 16) and a prefill's time goes
 
 One process, the model already fetched (`python -m simulations fetch`; never downloads). The floor of a
 step is the cost model's roofline time on this machine's measured peaks (`cost.roofline_seconds`: the
@@ -246,44 +246,81 @@ def checks(decode: dict[str, Any], prefill: list[dict[str, Any]], build: dict[st
     return out
 
 
-def where_the_time_goes(model: Any, batches: tuple[int, ...] = (1, 4, 16), steps: int = 5) -> list[dict[str, Any]]:
-    """Each batch size's step split into the kernels' matrix products, their attention and the rest (norms,
-    RoPE, the MLP gate, residuals, Python), every kernel call wrapped in a timer; caches at CONTEXT tokens."""
-    from collections import Counter
+class KernelTimers:
+    """Inside `with`, every call of the named `kernels` functions adds its wall time to `spent[label]`."""
 
-    from simulations import kernels
-    from simulations.model import decode_batch
-    from simulations.serving import prefilled_caches
+    def __init__(self, labels: dict[str, str]) -> None:
+        from collections import Counter
 
-    spent: Counter[str] = Counter()
+        self.labels, self.spent = labels, Counter()
 
-    def timed(name: str, function: Any) -> Any:
+    def __enter__(self) -> KernelTimers:
+        from simulations import kernels
+
+        self.real = {name: getattr(kernels, name) for name in self.labels}
+        for name, label in self.labels.items():
+            setattr(kernels, name, self.timed(label, self.real[name]))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from simulations import kernels
+
+        for name, function in self.real.items():
+            setattr(kernels, name, function)
+
+    def timed(self, label: str, function: Any) -> Any:
         def wrapper(*args: Any) -> Any:
             started = time.perf_counter()
             try:
                 return function(*args)
             finally:
-                spent[name] += time.perf_counter() - started
+                self.spent[label] += time.perf_counter() - started
         return wrapper
 
-    real = {name: getattr(kernels, name) for name in ("rows_times_weight", "one_token_attention")}
+
+def where_the_time_goes(model: Any, batches: tuple[int, ...] = (1, 4, 16), steps: int = 5) -> list[dict[str, Any]]:
+    """Each batch size's step split into the kernels' matrix products, their attention and the rest (norms,
+    RoPE, the MLP gate, residuals, Python), every kernel call wrapped in a timer; caches at CONTEXT tokens."""
+    from simulations.model import decode_batch
+    from simulations.serving import prefilled_caches
+
     rows = []
-    try:
-        kernels.rows_times_weight = timed("products", real["rows_times_weight"])
-        kernels.one_token_attention = timed("attention", real["one_token_attention"])
+    with KernelTimers({"rows_times_weight": "products", "one_token_attention": "attention"}) as timers:
         for batch in batches:
             caches = prefilled_caches(model, batch, CONTEXT, steps + 2)
             decode_batch(model.weights, model.config, [42] * batch, caches)  # warm-up
-            spent.clear()
+            timers.spent.clear()
             started = time.perf_counter()
             for _ in range(steps):
                 decode_batch(model.weights, model.config, [42] * batch, caches)
             step = (time.perf_counter() - started) / steps * 1000
-            parts = {name: seconds / steps * 1000 for name, seconds in spent.items()}
+            parts = {name: seconds / steps * 1000 for name, seconds in timers.spent.items()}
             rows.append({"batch": batch, "step_ms": step, **parts, "rest_ms": step - sum(parts.values())})
-    finally:
-        for name, function in real.items():
-            setattr(kernels, name, function)
+    return rows
+
+
+def where_prefill_goes(model: Any, peak_flops: float, repeats: int = 3) -> list[dict[str, Any]]:
+    """Each prefill length split into the products, the attention and the rest, each kernel call timed (the
+    fastest of `repeats`), with the products' and the attention's own shares of the GEMM peak: the cost model's
+    FLOPs of each ÷ its time."""
+    from simulations.cost import prefill_cost
+    from simulations.generate import generate
+    from simulations.sweep import prompt_of_length
+
+    rows = []
+    with KernelTimers({"rows_times_weight": "products", "prompt_attention": "attention"}) as timers:
+        for n in PREFILL_LENGTHS:
+            prompt, runs = prompt_of_length(model, n), []
+            for _ in range(repeats + 1):  # the first warms up
+                timers.spent.clear()
+                ms = next(iter(generate(model, prompt, max_new_tokens=1, stop_at_eos=False))).ms
+                runs.append((ms, {label: seconds * 1000 for label, seconds in timers.spent.items()}))
+            ms, parts = min(runs[1:], key=lambda run: run[0])
+            cost = prefill_cost(model.config.shape, n)
+            rows.append({"tokens": n, "ms": ms, **parts, "rest_ms": ms - sum(parts.values()),
+                         "attention_flops_fraction": cost.attention_flops / cost.flops,
+                         "products_share": (cost.linear_flops + cost.lm_head_flops) / (parts["products"] / 1000) / peak_flops,
+                         "attention_share": cost.attention_flops / (parts["attention"] / 1000) / peak_flops})
     return rows
 
 
@@ -311,6 +348,13 @@ def main() -> None:
         for row in where_the_time_goes(model):
             print(f"B = {row['batch']}: step {row['step_ms']:.1f} ms · products {row.get('products', 0):.1f} · "
                   f"attention {row.get('attention', 0):.1f} · the rest {row['rest_ms']:.1f}")
+        peak = measure_peaks()["peak_gflops"] * 1e9
+        print(f"prefill (GEMM peak {peak / 1e9:.0f} GFLOP/s):")
+        for row in where_prefill_goes(model, peak):
+            print(f"{row['tokens']} tokens: {row['ms']:.0f} ms · products {row['products']:.0f} "
+                  f"({row['products_share']:.2f} of the peak) · attention {row['attention']:.0f} "
+                  f"({row['attention_share']:.2f}; {row['attention_flops_fraction']:.0%} of the FLOPs) · "
+                  f"the rest {row['rest_ms']:.0f}")
         return
     progress("the kernels' cold compile, in a child process", None)
     compile_s = cold_compile_seconds()
