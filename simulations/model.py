@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import kernels, parallel
+from . import kernels, kv_memory, parallel
 from .config import ModelConfig
 from .cost import FLOAT32_BYTES
 from .parallel import for_each, for_row_blocks, usable_cores
@@ -86,8 +86,9 @@ class KVCache:
     @classmethod
     def empty(cls, config: ModelConfig, max_tokens: int) -> KVCache:
         shape = (config.n_layers, config.n_kv_heads, max_tokens, config.head_dim)
-        # np.empty: the OS commits pages only when written, so memory grows with `length`.
-        return cls(np.empty(shape, dtype=F32), np.empty(shape, dtype=F32))
+        # Memory an earlier cache used, when one's is free (kv_memory: as a server keeps its KV memory, so the
+        # prefill does not wait for new pages); new memory is committed by the OS only as it is written.
+        return cls(kv_memory.empty(shape), kv_memory.empty(shape))
 
     @classmethod
     def batch(cls, config: ModelConfig, users: int, max_tokens: int) -> list[KVCache]:
