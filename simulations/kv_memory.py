@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-KEEP_BYTES = 1 << 30  # buffers no cache uses are kept up to this many bytes, the smallest let go first
+KEEP_BYTES = 1 << 30  # a larger buffer is not kept for another cache
 _buffers: list[np.ndarray] = []  # every buffer handed out and kept: flat float32 arrays
 _lock = threading.Lock()
 
@@ -35,23 +35,13 @@ def empty(shape: tuple[int, ...]) -> np.ndarray:
         if fits:
             buffer = _buffers[min(fits, key=lambda i: _buffers[i].size)]
         else:
+            # None fits: the unviewed ones are too small for this cache, so they go before new memory is taken
+            # (kept, they would raise the process's peak: a sweep's caches grow from prompt to prompt).
+            _buffers[:] = [_buffers[i] for i in range(len(_buffers)) if _in_use(i)]
             buffer = np.empty(size, dtype=np.float32)
-            _buffers.append(buffer)
-            _let_go()
+            if buffer.nbytes <= KEEP_BYTES:
+                _buffers.append(buffer)
         return buffer[:size].reshape(shape)
-
-
-def _let_go() -> None:
-    """Drops unviewed buffers, the smallest first, until those left take at most KEEP_BYTES."""
-    unused = sorted((i for i in range(len(_buffers)) if not _in_use(i)), key=lambda i: _buffers[i].nbytes)
-    kept = sum(_buffers[i].nbytes for i in unused)
-    dropped = set()
-    for i in unused:
-        if kept <= KEEP_BYTES:
-            break
-        kept -= _buffers[i].nbytes
-        dropped.add(i)
-    _buffers[:] = [buffer for i, buffer in enumerate(_buffers) if i not in dropped]
 
 
 def kept_bytes() -> int:

@@ -60,10 +60,13 @@ def test_two_live_caches_never_share_memory():
         assert not np.shares_memory(x, y)
 
 
-def test_unviewed_buffers_beyond_the_limit_are_let_go(monkeypatch):
-    monkeypatch.setattr(kv_memory, "KEEP_BYTES", 4000 * 4)
-    arrays = [kv_memory.empty((n,)) for n in (1000, 2000, 3000)]
-    del arrays
+def test_unviewed_buffers_too_small_for_a_new_cache_are_let_go_and_huge_ones_never_kept(monkeypatch):
+    monkeypatch.setattr(kv_memory, "KEEP_BYTES", 6000 * 4)
+    small, viewed = kv_memory.empty((1000,)), kv_memory.empty((2000,))
+    del small
     gc.collect()
-    kv_memory.empty((5000,))  # a new buffer: the smallest unviewed ones go until 4000 floats' worth are left
-    assert kv_memory.kept_bytes() == (3000 + 5000) * 4
+    larger = kv_memory.empty((3000,))  # nothing fits: the unviewed 1000 goes, the viewed 2000 stays
+    assert kv_memory.kept_bytes() == (2000 + 3000) * 4
+    kv_memory.empty((7000,))  # beyond KEEP_BYTES: handed out, not kept
+    assert kv_memory.kept_bytes() == (2000 + 3000) * 4
+    assert viewed.size == 2000 and larger.size == 3000
