@@ -329,8 +329,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the full record as JSON")
     parser.add_argument("--runs", type=int, default=3, help="interleaved rounds of the decode figures (default 3)")
     parser.add_argument("--repeats", type=int, default=5, help="steps per batch size and round (default 5)")
-    parser.add_argument("--prefill-rounds", type=int, default=5,
-                        help="interleaved rounds of the prefill lengths (default 5)")
+    parser.add_argument("--prefill-rounds", type=int, default=7,
+                        help="interleaved rounds of the prefill lengths (default 7)")
     parser.add_argument("--profile", action="store_true",
                         help="only where a step's time goes at B = 1, 4 and 16: products, attention, the rest")
     args = parser.parse_args()
