@@ -105,13 +105,15 @@ def rows_times_weight(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     (once for a decode step's)."""
     x = np.ascontiguousarray(x)
     y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
-    if tiles_fit(w):  # every matrix of the model
+    if not tiles_fit(w):  # none of the model's matrices
+        _rows_times_weight(x, w.view(np.ndarray), y)
+    elif x.shape[0] <= MAX_KERNEL_ROWS:  # a decode step's rows: one pass
+        _tiled_rows_times_weight(x, weight_tiles(w), y)
+    else:  # a prompt's, in pieces
         tiles = weight_tiles(w)
         for first in range(0, x.shape[0], MAX_KERNEL_ROWS):
             rows = slice(first, first + MAX_KERNEL_ROWS)
             _tiled_rows_times_weight(x[rows], tiles, y[rows])
-    else:
-        _rows_times_weight(x, w, y)
     return y
 
 
@@ -386,33 +388,61 @@ def _empty_copy(shape: tuple[int, int], dtype) -> np.ndarray:
     return memory.view(dtype).reshape(shape)
 
 
+class _ByIdentity:
+    """Values kept for objects while they live, found by the object's identity: a weak reference tells the object
+    from a later one given the same id. weakref.WeakKeyDictionary's lookup makes a weak reference each time: 1-2
+    µs, and a decode step looks up its 121 matrices' copies."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref, object]] = {}
+
+    def get(self, obj: object) -> object | None:
+        entry = self._entries.get(id(obj))
+        return entry[1] if entry is not None and entry[0]() is obj else None
+
+    def put(self, obj: object, value: object) -> None:
+        key = id(obj)
+
+        def forget(reference: weakref.ref) -> None:
+            if self._entries.get(key, (None,))[0] is reference:
+                del self._entries[key]
+
+        self._entries[key] = (weakref.ref(obj, forget), value)
+
+
 # Each matrix's tiles, made on its first product and kept while the array that owns its memory lives (a
 # model's weights: for the process). The key is where W's elements are; the owner's weak reference tells a
 # matrix from a later one allocated at the same address. The weights are read-only: a matrix changed in place
-# after its first product would keep its old tiles.
+# after its first product would keep its old tiles. The array object that asked is remembered too, so that the
+# same object asking again (the model's matrices, at every step) is answered without working out the address.
 _weight_tiles: dict[tuple, tuple[weakref.ref, np.ndarray]] = {}
+_tiles_of_array = _ByIdentity()
 
 
 def weight_tiles(w: np.ndarray) -> np.ndarray:
     """W (out, in) regrouped as the tiles read it: group g's row of (in / L) passes, each pass the L columns
     (TILE_LANES) of its R rows (TILE_WEIGHT_ROWS), one after another. Shape (out / R, R · in); made once."""
+    tiles = _tiles_of_array.get(w)
+    if tiles is not None:
+        return tiles
     owner = w
     while isinstance(owner.base, np.ndarray):
         owner = owner.base
     key = (w.__array_interface__["data"][0], w.shape, w.strides)
     found = _weight_tiles.get(key)
     if found is not None and found[0]() is owner:
-        return found[1]
-    shape = (w.shape[0] // TILE_WEIGHT_ROWS, TILE_WEIGHT_ROWS * w.shape[1])
-    tiles = _empty_copy(shape, F32)
-    _regroup_in_tiles(w, tiles)
-    tiles.flags.writeable = False
+        tiles = found[1]
+    else:
+        tiles = _empty_copy((w.shape[0] // TILE_WEIGHT_ROWS, TILE_WEIGHT_ROWS * w.shape[1]), F32)
+        _regroup_in_tiles(w.view(np.ndarray), tiles)  # a memory map as a plain array: numba takes no subclass
+        tiles.flags.writeable = False
 
-    def forget(reference: weakref.ref, key: tuple = key) -> None:
-        if _weight_tiles.get(key, (None,))[0] is reference:
-            del _weight_tiles[key]
+        def forget(reference: weakref.ref, key: tuple = key) -> None:
+            if _weight_tiles.get(key, (None,))[0] is reference:
+                del _weight_tiles[key]
 
-    _weight_tiles[key] = (weakref.ref(owner, forget), tiles)
+        _weight_tiles[key] = (weakref.ref(owner, forget), tiles)
+    _tiles_of_array.put(w, tiles)
     return tiles
 
 
@@ -485,7 +515,7 @@ def rows_times_blocks(x: np.ndarray, w) -> np.ndarray:
 
 # Each Q matrix's rows as the kernels read them (`split_rows`), made on its first product and kept while the
 # QuantizedWeight lives.
-_split_rows: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_split_rows = _ByIdentity()
 
 
 def split_rows(w) -> np.ndarray:
@@ -500,7 +530,7 @@ def split_rows(w) -> np.ndarray:
         rows = _empty_copy((blocks.shape[0], blocks.shape[1] * blocks.shape[2]), np.uint8)
         np.concatenate(parts, axis=1, out=rows)
         rows.flags.writeable = False
-        _split_rows[w] = rows
+        _split_rows.put(w, rows)
     return rows
 
 

@@ -181,9 +181,10 @@ def linear(
     observer.matmul(x, w, b)
     if isinstance(w, QuantizedWeight):
         y = quantized_linear(x, w)
-    else:
-        w = w.view(np.ndarray)  # a memory-mapped file's slices would run np.memmap's Python hook each time
-        y = kernels.rows_times_weight(x, w) if kernels.streams(x, w) else blas_product(x, w)
+    elif kernels.streams(x, w):
+        y = kernels.rows_times_weight(x, w)
+    else:  # as a plain array: a memory-mapped file's slices would run np.memmap's Python hook each time
+        y = blas_product(x, w.view(np.ndarray))
     if b is not None:
         y += b
     return y
