@@ -72,17 +72,8 @@ def spread(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def best_peaks(measured: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ceilings: the best GEMM and the best read stream of every measurement in the run. A ceiling is what
-    the machine can do; a neighbour's burst during one measurement lowers it, and with it every floor."""
-    best = dict(max(measured, key=lambda p: p["peak_gbps"]))
-    best["peak_gflops"] = max(p["peak_gflops"] for p in measured)
-    best["measurements"] = [{"peak_gflops": p["peak_gflops"], "peak_gbps": p["peak_gbps"]} for p in measured]
-    return best
-
-
 def with_floor(row: dict[str, Any], machine: dict[str, float]) -> dict[str, Any]:
-    """A measured step's floor and shares on the run's best ceilings (`best_peaks`)."""
+    """A measured step's floor and shares on the run's best ceilings (`roofline.best_ceilings`)."""
     from simulations.cost import roofline_seconds
 
     seconds = row["step_ms"] / 1000
@@ -339,7 +330,7 @@ def main() -> None:
     from simulations.cli import StderrProgress
     from simulations.loader import load_model
     from simulations.machine import machine_info
-    from simulations.roofline import measure_peaks
+    from simulations.roofline import best_ceilings, measure_peaks
 
     progress = StderrProgress()
     model = load_model("smollm2-135m", progress)
@@ -365,7 +356,7 @@ def main() -> None:
     progress(f"prefill at 64..2048 tokens, {args.prefill_rounds} interleaved rounds", None)
     prefill_times = prefill_times_ms(model, args.prefill_rounds)
     measured_peaks.append(measure_peaks())
-    peaks = best_peaks(measured_peaks)
+    peaks = best_ceilings(measured_peaks)
     machine = machine_of(peaks)
     decode = decode_figures(raw_decode, machine)
     prefill = prefill_shares(model, prefill_times, machine)

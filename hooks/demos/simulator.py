@@ -71,11 +71,9 @@ class NumpySimulator:
 
     def roofline(self, *, prompt_tokens: int, repeats: int, peak_repeats: int, decode_steps: int,
                  progress: Progress | None) -> dict[str, Any]:
-        if progress:
-            progress("measuring this machine's peak FLOP/s and bandwidth", None)
-        peaks = roofline.measure_peaks(repeats=peak_repeats)
-        return roofline.roofline(self.model, peaks=peaks, prompt_tokens=prompt_tokens, decode_steps=decode_steps,
-                                 repeats=repeats, progress=progress)
+        # the peaks measured before the phases and after them, the best of each (roofline.best_ceilings)
+        return roofline.roofline(self.model, prompt_tokens=prompt_tokens, decode_steps=decode_steps,
+                                 repeats=repeats, progress=progress, peak_repeats=peak_repeats)
 
     def projections(self, *, prompt_lengths: list[int]) -> dict[str, Any]:
         return projections.project(prompt_lengths=tuple(prompt_lengths))
