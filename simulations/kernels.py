@@ -58,7 +58,7 @@ from numba.extending import intrinsic  # noqa: E402
 PATHS = ("numba", "numpy")
 # Rows the kernel takes in one pass over a matrix; a prompt's rows (prefill) are cut into pieces of this many, each
 # a pass over the matrix from the caches. Each piece's inputs stay in the L2 cache while the matrix streams, as a
-# GEMM blocks its inputs. Here (AMD EPYC, Zen 4) a layer's four products in 64-row pieces ran at 175-190 GFLOP/s
+# GEMM blocks its inputs. Here (AMD EPYC, Zen 4) a layer's four products in 64-row pieces ran at 160-192 GFLOP/s
 # from 128 to 2048 rows, against BLAS's 95 at 128 rows (its threads split 128 rows in two blocks of 64, each
 # packed on its own) and 130 / 156 / 165 / 181 at 256 / 512 / 1024 / 2048; 48- to 192-row pieces alike
 # (benchmarks/README.md; bench_batch.py prints the kernel against BLAS at each size). A matrix the tiles do not
@@ -998,14 +998,13 @@ def _ir_exp(builder, x):
     def each(value):
         return ir.Constant(vector, [value] * lanes)
 
-    t = builder.fmul(x, each(1.442695))
+    t = builder.fmul(x, each(LOG2_E))
     t = builder.select(builder.fcmp_ordered("<", t, each(-127.5)), each(-127.5), t)
     t = builder.select(builder.fcmp_ordered(">", t, each(127.49)), each(127.49), t)
     biased = builder.fptosi(builder.fadd(t, each(127.5)), words)  # n + 127, t + 127.5 >= 0: truncation is the floor
     f = builder.fsub(t, builder.sitofp(builder.sub(biased, ir.Constant(words, [127] * lanes)), vector))
-    p = each(1.535336188319500e-4)
-    for coefficient in (1.339887440266574e-3, 9.618437357674640e-3, 5.550332471162809e-2, 2.402264791363012e-1,
-                        6.931472028550421e-1, 1.0):
+    p = each(EXP2_POLYNOMIAL[0])
+    for coefficient in EXP2_POLYNOMIAL[1:]:
         p = _ir_fmuladd(builder, p, f, each(coefficient))
     return builder.fmul(p, builder.bitcast(builder.shl(biased, ir.Constant(words, [23] * lanes)), vector))
 
@@ -1208,13 +1207,18 @@ def _prompt_attention(q, transposed, values, scale, threads, out):  # pragma: no
 # --- element-wise work ---------------------------------------------------------------------------------
 # rms_norm and RoPE are a handful of numpy calls each on 576 floats: 10-30 µs of call overhead each time, some 2
 # ms of a one-user step at 512 tokens (its weights stream in about 17). Compiled, one call each, on one core: on
-# 2048 rows (AMD EPYC, Zen 4) RoPE took 1.0 ms and rms_norm 0.19 (split between both cores, 0.71 and 0.13: not
-# worth the second compile, about 0.7 s each). exp (the softmax's numerators, the MLP gate's sigmoid) is compiled
+# 2048 rows (AMD EPYC, Zen 4) RoPE took 1.0 ms and rms_norm 0.19. Split between both cores they made a 1024- or
+# 2048-token prefill 3% faster, but their parallel versions took the kernels' cold compile past 15 s (17-20). exp (the softmax's numerators, the MLP gate's sigmoid) is compiled
 # for every size: numpy's float32 exp and tanh run about 2 ns an element here (numpy 2.4 on AVX2; the kernel 0.5),
 # and numpy's MLP gate alone was a tenth of a 2048-token prefill. The gate splits a prompt's rows between the cores
 # (from PARALLEL_ROWS rows): 2048 rows 2.26 -> 1.76 ms.
 
 PARALLEL_ROWS = 64  # rows from which the MLP gate splits them between the cores
+LOG2_E = 1.442695
+# 2^f on [-1/2, 1/2], Cephes' exp2f polynomial, the highest power's coefficient first: `_exp_parts` (numba) and
+# `_ir_exp` (a prompt's attention, in LLVM's instructions) compute the same exp.
+EXP2_POLYNOMIAL = (1.535336188319500e-4, 1.339887440266574e-3, 9.618437357674640e-3, 5.550332471162809e-2,
+                   2.402264791363012e-1, 6.931472028550421e-1, 1.0)
 ROWS_A_JOB = 16  # the MLP gate's rows a core takes at once (each job makes its own scratch)
 
 
@@ -1227,18 +1231,18 @@ def _exp_parts(x):  # pragma: no cover -- compiled
     for -3 < x <= 0 (numpy's: 2e-7) and within 1e-6 for |x| < 20 (the float32 rounding of x log2(e));
     exp(0) is exactly 1. Below 2^-126 (x < -87.3) the bits are those of 0.0, so exp(-inf) is exactly 0;
     above 2^127.5 (x > 88.4) it saturates at 2.4e38, never inf."""
-    t = min(max(x * F32(1.442695), F32(-127.5)), F32(127.49))
+    t = min(max(x * F32(LOG2_E), F32(-127.5)), F32(127.49))
     biased = np.int32(t + F32(127.5))  # n + 127, n the nearest integer: truncation is the floor, t + 127.5 >= 0
     # From t, not from t + 127.5 (that sum keeps 16 bits of f). Each int32 spelled out: numba makes int32 - int32
     # an int64, and AVX2 converts no int64 vector to float (the loop ran 2.5 times slower).
     f = t - F32(np.int32(biased - np.int32(127)))
-    p = F32(1.535336188319500e-4)  # 2^f on [-1/2, 1/2], Cephes' exp2f polynomial, Horner form
-    p = p * f + F32(1.339887440266574e-3)
-    p = p * f + F32(9.618437357674640e-3)
-    p = p * f + F32(5.550332471162809e-2)
-    p = p * f + F32(2.402264791363012e-1)
-    p = p * f + F32(6.931472028550421e-1)
-    p = p * f + F32(1)
+    p = F32(EXP2_POLYNOMIAL[0])  # 2^f on [-1/2, 1/2], in Horner form
+    p = p * f + F32(EXP2_POLYNOMIAL[1])
+    p = p * f + F32(EXP2_POLYNOMIAL[2])
+    p = p * f + F32(EXP2_POLYNOMIAL[3])
+    p = p * f + F32(EXP2_POLYNOMIAL[4])
+    p = p * f + F32(EXP2_POLYNOMIAL[5])
+    p = p * f + F32(EXP2_POLYNOMIAL[6])
     return p, np.int32(biased << np.int32(23))  # biased 0: the bits of +0.0
 
 
