@@ -1023,7 +1023,7 @@ def _ir_fold(builder, vectors, combine):
     return builder.extract_element(total, ir.Constant(_I32, 0))
 
 
-def _panel_product_intrinsic(n_rows, n_vectors, numerators):
+def _panel_product_intrinsic(n_rows, n_vectors, numerators, masked=True):
     """A numba intrinsic product(a, b, b_row, b_column, count, c, c_column, visible, highest, block_sums, shrink):
     for each row r < n_rows and the n_vectors × TILE_LANES columns j from 0, C[r, j] = Σ_k<count a[r, k] · b[b_row
     + k, b_column + j], then c[r, c_column + j] += C[r, j] (the values' product into a panel's outputs). a, c:
@@ -1077,7 +1077,7 @@ def _panel_product_intrinsic(n_rows, n_vectors, numerators):
             visible_first, highest_first, sums_first, shrink_first = (
                 _ir_address(context, builder, signature.args[i], args[i], [zero])[1] for i in range(7, 11))
             below = ir.Constant(_TILE, [float("-inf")] * TILE_LANES)
-            lanes_i64 = ir.VectorType(ir.IntType(64), TILE_LANES)
+            lanes_i32 = ir.VectorType(_I32, TILE_LANES)
             minus_infinity = ir.Constant(_F32, float("-inf"))
 
             def larger(x, y):  # max, as the CPU's max instruction (no NaN here)
@@ -1085,10 +1085,13 @@ def _panel_product_intrinsic(n_rows, n_vectors, numerators):
 
             differences = ir.Constant(_TILE, [0.0] * TILE_LANES)  # each row's old maximum - new, one lane a row
             for r, row in enumerate(sums):
-                shown = _ir_splat(builder, builder.load(builder.gep(visible_first, [at(r)])), lanes_i64)
-                scores = [builder.select(builder.icmp_signed("<", ir.Constant(lanes_i64, [v * TILE_LANES + i for i in
-                                                                                          range(TILE_LANES)]), shown),
-                                         builder.load(accumulator), below) for v, accumulator in enumerate(row)]
+                scores = [builder.load(accumulator) for accumulator in row]
+                if masked:  # 32-bit lanes: the comparisons of 64-bit ones took two instructions a vector
+                    shown = _ir_splat(builder, builder.trunc(builder.load(builder.gep(visible_first, [at(r)])), _I32),
+                                      lanes_i32)
+                    scores = [builder.select(builder.icmp_signed("<", ir.Constant(lanes_i32, [v * TILE_LANES + i for i
+                                                                                              in range(TILE_LANES)]),
+                                                                 shown), score, below) for v, score in enumerate(scores)]
                 old = builder.load(builder.gep(highest_first, [at(r)]))
                 new = larger(_ir_fold(builder, scores, larger), old)
                 builder.store(new, builder.gep(highest_first, [at(r)]))
@@ -1111,6 +1114,9 @@ def _panel_product_intrinsic(n_rows, n_vectors, numerators):
 
 
 _block_numerators = _panel_product_intrinsic(TILE_INPUT_ROWS, KEY_BLOCK // TILE_LANES, numerators=True)
+# A block every row of the panel sees whole (all but a panel's last): no mask to compute.
+_whole_block_numerators = _panel_product_intrinsic(TILE_INPUT_ROWS, KEY_BLOCK // TILE_LANES, numerators=True,
+                                                   masked=False)
 # The values' product, four vectors of the head dimension at a time (SmolLM2's 64 is four with AVX-512, eight with
 # AVX2), and what is left of another head dimension one vector at a time.
 _mix_4_vectors = _panel_product_intrinsic(TILE_INPUT_ROWS, 4, numerators=False)
@@ -1183,8 +1189,12 @@ def _prompt_attention(q, transposed, values, scale, threads, out):  # pragma: no
             for first_key in range(0, end, KEY_BLOCK):
                 for r in range(TILE_INPUT_ROWS):
                     visible[r] = limits[r] - first_key
-                _block_numerators(queries, transposed[g, first_key // KEY_BLOCK], 0, 0, hd, numerators, 0, visible,
-                                  highest, block_sums, shrink)
+                block = transposed[g, first_key // KEY_BLOCK]
+                if limits[0] - first_key >= KEY_BLOCK:
+                    _whole_block_numerators(queries, block, 0, 0, hd, numerators, 0, visible, highest, block_sums,
+                                            shrink)
+                else:
+                    _block_numerators(queries, block, 0, 0, hd, numerators, 0, visible, highest, block_sums, shrink)
                 for r in range(n):
                     if shrink[r] != 1:  # a larger score: what was summed shrinks to the new scale
                         sums[r] *= shrink[r]
@@ -1200,8 +1210,9 @@ def _prompt_attention(q, transposed, values, scale, threads, out):  # pragma: no
                                   block_sums, shrink)
             for r in range(n):
                 t, h = (first_row + r) // rep, g * rep + (first_row + r) % rep
+                share = 1 / sums[r]  # one division a row, not one an element
                 for d in range(hd):
-                    out[t, h, d] = mixed[r, d] / sums[r]
+                    out[t, h, d] = mixed[r, d] * share
 
 
 # --- element-wise work ---------------------------------------------------------------------------------
@@ -1288,36 +1299,34 @@ def _softmax_numerators(x, tops, sums):  # pragma: no cover -- compiled; tested 
 def silu_gate(gate_up: np.ndarray, out: np.ndarray) -> None:
     """out = silu(gate) * up, the SwiGLU gate, where gate_up (T, 2 d_ff) holds gate and up side by side (as
     model.mlp's product gives them) and out is (T, d_ff); both C-contiguous, so every row is vectorised."""
-    (_silu_gate_in_parallel if out.shape[0] >= PARALLEL_ROWS else _silu_gate)(gate_up, out)
+    if out.shape[0] >= PARALLEL_ROWS:
+        _silu_gate_in_parallel(gate_up, out)
+    else:
+        _silu_gate_rows(gate_up, out, 0, out.shape[0])
 
 
 # error_model="numpy": numba's default (Python's) checks every float division for a zero divisor, to raise
 # ZeroDivisionError, and a loop with that branch is not vectorised (the gate's last loop: 1.0 ns an element, 4 times
 # the rest of the kernel's). Here the divisor is 1 + exp(-x) >= 1.
-@njit(fastmath=FAST, inline="always", error_model="numpy")
-def _silu_gate_row(gate_up, out, t, powers):  # pragma: no cover -- compiled
-    d_ff = out.shape[1]
-    row, o = gate_up[t], out[t]
-    for i in range(d_ff):
-        o[i] = -row[i]
-    _exp_row(o, powers, F32(0))
-    for i in range(d_ff):  # x sigmoid(x) = x / (1 + exp(-x)); exp(-x) saturates, never inf
-        o[i] = row[i] * row[d_ff + i] / (F32(1) + o[i])
-
-
 @njit(fastmath=FAST, cache=True, error_model="numpy")
-def _silu_gate(gate_up, out):  # pragma: no cover -- compiled; tested through silu_gate
-    powers = np.empty(out.shape[1], dtype=np.int32)
-    for t in range(out.shape[0]):
-        _silu_gate_row(gate_up, out, t, powers)
+def _silu_gate_rows(gate_up, out, first, stop):  # pragma: no cover -- compiled; tested through silu_gate
+    d_ff = out.shape[1]
+    powers = np.empty(d_ff, dtype=np.int32)
+    for t in range(first, stop):
+        row, o = gate_up[t], out[t]
+        for i in range(d_ff):
+            o[i] = -row[i]
+        _exp_row(o, powers, F32(0))
+        for i in range(d_ff):  # x sigmoid(x) = x / (1 + exp(-x)); exp(-x) saturates, never inf
+            o[i] = row[i] * row[d_ff + i] / (F32(1) + o[i])
 
 
-@njit(parallel=True, fastmath=FAST, cache=True, error_model="numpy")
+# The parallel loop calls the rows' function, not its inlined body: numba compiled that body a second time for the
+# loop (the kernels' cold compile 0.6 s longer).
+@njit(parallel=True, cache=True)
 def _silu_gate_in_parallel(gate_up, out):  # pragma: no cover -- compiled; tested through silu_gate
     for block in prange(-(-out.shape[0] // ROWS_A_JOB)):
-        powers = np.empty(out.shape[1], dtype=np.int32)
-        for t in range(block * ROWS_A_JOB, min(out.shape[0], (block + 1) * ROWS_A_JOB)):
-            _silu_gate_row(gate_up, out, t, powers)
+        _silu_gate_rows(gate_up, out, block * ROWS_A_JOB, min(out.shape[0], (block + 1) * ROWS_A_JOB))
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
