@@ -59,6 +59,7 @@ kv = np.ones((2, 1, 3, 8, 64), np.float32)
 kernels.one_token_attention(np.ones((1, 9, 64), np.float32), kv, kv, 0, 0, np.array([8]))
 kernels.read_everything(np.ones(1024, np.float32))
 kernels.rms_norm(x, np.ones(576, np.float32), 1e-5)
+kernels.rms_norm(np.ones((64, 576), np.float32), np.ones(576, np.float32), 1e-5)  # a prompt's rows, on every core
 fused = np.ones((64, 960), np.float32)  # queries and keys are views into the fused QKV product, as the model's
 kernels.rope(fused[:, :768].reshape(64, 12, 64), np.ones((64, 1, 32), np.float32), np.ones((64, 1, 32), np.float32), False)
 kernels.silu_gate(np.ones((3, 16), np.float32), np.empty((3, 8), np.float32))

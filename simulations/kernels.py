@@ -1217,20 +1217,22 @@ def _prompt_attention(q, transposed, values, scale, threads, out):  # pragma: no
 
 # --- element-wise work ---------------------------------------------------------------------------------
 # rms_norm and RoPE are a handful of numpy calls each on 576 floats: 10-30 µs of call overhead each time, some 2
-# ms of a one-user step at 512 tokens (its weights stream in about 17). Compiled, one call each, on one core: on
-# 2048 rows (AMD EPYC, Zen 4) RoPE took 1.0 ms and rms_norm 0.19. Split between both cores they made a 1024- or
-# 2048-token prefill 3% faster, but their parallel versions took the kernels' cold compile past 15 s (17-20). exp (the softmax's numerators, the MLP gate's sigmoid) is compiled
-# for every size: numpy's float32 exp and tanh run about 2 ns an element here (numpy 2.4 on AVX2; the kernel 0.5),
-# and numpy's MLP gate alone was a tenth of a 2048-token prefill. The gate splits a prompt's rows between the cores
-# (from PARALLEL_ROWS rows): 2048 rows 2.26 -> 1.76 ms.
+# ms of a one-user step at 512 tokens (its weights stream in about 17). Compiled, one call each: on 2048 rows
+# (AMD EPYC, Zen 4) RoPE took 1.0 ms on one core and rms_norm 0.19. exp (the softmax's numerators, the MLP gate's
+# sigmoid) is compiled for every size: numpy's float32 exp and tanh run about 2 ns an element here (numpy 2.4 on
+# AVX2; the kernel 0.5), and numpy's MLP gate alone was a tenth of a 2048-token prefill. The three split a
+# prompt's rows between the cores (from PARALLEL_ROWS rows), each parallel loop calling the function that does a
+# range of rows: the gate's 2048 rows 2.26 -> 1.76 ms; RoPE and rms_norm, interleaved against one core, a
+# 2048-token prefill 3229 -> 3087 ms. As bodies of their own, inlined in each loop, the parallel versions had taken
+# the kernels' cold compile past 15 s (17-20); so, 0.2 s more.
 
-PARALLEL_ROWS = 64  # rows from which the MLP gate splits them between the cores
+PARALLEL_ROWS = 64  # rows from which the MLP gate, RoPE and rms_norm split them between the cores
 LOG2_E = 1.442695
 # 2^f on [-1/2, 1/2], Cephes' exp2f polynomial, the highest power's coefficient first: `_exp_parts` (numba) and
 # `_ir_exp` (a prompt's attention, in LLVM's instructions) compute the same exp.
 EXP2_POLYNOMIAL = (1.535336188319500e-4, 1.339887440266574e-3, 9.618437357674640e-3, 5.550332471162809e-2,
                    2.402264791363012e-1, 6.931472028550421e-1, 1.0)
-ROWS_A_JOB = 16  # the MLP gate's rows a core takes at once (each job makes its own scratch)
+ROWS_A_JOB = 16  # rows a core takes at once in those three (each gate job makes its own scratch)
 
 
 @njit(fastmath=FAST, inline="always")
@@ -1330,16 +1332,19 @@ def _silu_gate_in_parallel(gate_up, out):  # pragma: no cover -- compiled; teste
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
-    """model.rms_norm, one compiled pass a row."""
+    """model.rms_norm, one compiled pass a row; a prompt's rows (from PARALLEL_ROWS) split between the cores."""
     out = np.empty(x.shape, dtype=F32)
-    _rms_norm(x, weight, F32(eps), out)
+    if x.shape[0] >= PARALLEL_ROWS:
+        _rms_norm_in_parallel(x, weight, F32(eps), out)
+    else:
+        _rms_norm_rows(x, weight, F32(eps), out, 0, x.shape[0])
     return out
 
 
 @njit(fastmath=FAST, cache=True)
-def _rms_norm(x, weight, eps, out):  # pragma: no cover -- compiled; tested through rms_norm
+def _rms_norm_rows(x, weight, eps, out, first, stop):  # pragma: no cover -- compiled; tested through rms_norm
     n = x.shape[1]
-    for t in range(x.shape[0]):
+    for t in range(first, stop):
         total = F32(0)
         for i in range(n):
             total += x[t, i] * x[t, i]
@@ -1349,31 +1354,49 @@ def _rms_norm(x, weight, eps, out):  # pragma: no cover -- compiled; tested thro
 
 
 def rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, interleaved: bool) -> np.ndarray:
-    """model.rope, one compiled pass: x (T, heads, hd), cos and sin (T, 1, hd/2)."""
+    """model.rope, one compiled pass: x (T, heads, hd), cos and sin (T, 1, hd/2); a prompt's rows (from
+    PARALLEL_ROWS) split between the cores."""
     out = np.empty(x.shape, dtype=F32)
-    _rope(x, cos, sin, interleaved, out)
+    if x.shape[0] >= PARALLEL_ROWS:
+        _rope_in_parallel(x, cos, sin, interleaved, out)
+    else:
+        _rope_rows(x, cos, sin, interleaved, out, 0, x.shape[0])
     return out
 
 
 @njit(fastmath=FAST, cache=True)
-def _rope(x, cos, sin, interleaved, out):  # pragma: no cover -- compiled; tested through rope
+def _rope_rows(x, cos, sin, interleaved, out, first, stop):  # pragma: no cover -- compiled; tested through rope
     half = x.shape[2] // 2
     # One loop for each layout, so that each is vectorised: one loop choosing between them pair by pair stayed
     # scalar (2048 tokens' queries and keys: 3.2 ms against 1.0).
     if interleaved:
-        for t in range(x.shape[0]):
+        for t in range(first, stop):
             for h in range(x.shape[1]):
                 for i in range(half):
                     a, b, c, s = x[t, h, 2 * i], x[t, h, 2 * i + 1], cos[t, 0, i], sin[t, 0, i]
                     out[t, h, 2 * i] = a * c - b * s
                     out[t, h, 2 * i + 1] = a * s + b * c
     else:
-        for t in range(x.shape[0]):
+        for t in range(first, stop):
             for h in range(x.shape[1]):
                 for i in range(half):
                     a, b, c, s = x[t, h, i], x[t, h, half + i], cos[t, 0, i], sin[t, 0, i]
                     out[t, h, i] = a * c - b * s
                     out[t, h, half + i] = a * s + b * c
+
+
+# The parallel loops call the rows' functions, as the MLP gate's does (a body of their own compiled twice cost the
+# cold compile 2-5 s).
+@njit(parallel=True, cache=True)
+def _rms_norm_in_parallel(x, weight, eps, out):  # pragma: no cover -- compiled; tested through rms_norm
+    for block in prange(-(-x.shape[0] // ROWS_A_JOB)):
+        _rms_norm_rows(x, weight, eps, out, block * ROWS_A_JOB, min(x.shape[0], (block + 1) * ROWS_A_JOB))
+
+
+@njit(parallel=True, cache=True)
+def _rope_in_parallel(x, cos, sin, interleaved, out):  # pragma: no cover -- compiled; tested through rope
+    for block in prange(-(-x.shape[0] // ROWS_A_JOB)):
+        _rope_rows(x, cos, sin, interleaved, out, block * ROWS_A_JOB, min(x.shape[0], (block + 1) * ROWS_A_JOB))
 
 
 # --- the bandwidth ceiling --------------------------------------------------------------------------
