@@ -36,6 +36,10 @@ def printed_markdown(path: Path) -> str | None:
     return site.printed_markdown(path) if site else None
 
 
+def on_page_read_source(*, page: Page, config: MkDocsConfig) -> str | None:
+    return _site.source_of(page.file)
+
+
 def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     return _site.page_markdown(markdown, page)
 

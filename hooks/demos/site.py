@@ -97,8 +97,9 @@ class DemoSite:
         self.lang = str(config.theme.get("language") or "en")
         default_lang = getattr(config.plugins.get("i18n"), "default_language", None) or self.lang
         self.strings, self.strings_mistake = self._load_strings(Path(config.docs_dir), default_lang)
-        pages = [PageDemos(self.shown_path(file), file.url, file.content_string, demo_fences(file.content_string))
-                 for file in files.documentation_pages()]
+        # Each page read once: its demos are found in this text, and the page is built from it (`source_of`).
+        sources = [(file, file.content_string) for file in files.documentation_pages()]
+        pages = [PageDemos(self.shown_path(file), file.url, source, demo_fences(source)) for file, source in sources]
         new_files = [assets.plotly_file(config, self.project_dir), *wasm.kernel_files(config)]
         # Every block is checked before any is simulated: a build stops at a mistake at once.
         checked = [[self._check(page, index, fence) for index, fence in enumerate(page.fences)] for page in pages]
@@ -209,6 +210,13 @@ class DemoSite:
         if demos is None:
             return None
         return claims.printed_text(demos.source, self.figures(demos.readouts))
+
+    def source_of(self, file: File) -> str | None:
+        """The page's text as `prepare` read it, for MkDocs to build the page from (`on_page_read_source`). Read
+        again, a file an author saved while the build ran could differ: `mkdocs serve` then showed the new text
+        with its demo blocks as code, or without them, until the next build."""
+        demos = self.pages.get(self.shown_path(file))
+        return demos.source if demos is not None else None
 
     # -- on_page_content --------------------------------------------------------------------------
     def page_content(self, html: str, page: Page) -> str:

@@ -218,3 +218,20 @@ def test_a_chart_title_is_escaped_for_plotly_and_plain_as_the_charts_accessible_
     figure = recap.recap(sweep, strings, "source")
     assert figure["label"] == "TTFT <|im_start|> & TPS"  # set as an attribute by the page: nothing to un-escape
     assert figure["layout"]["title"]["text"] == "TTFT &lt;|im_start|&gt; &amp; TPS"  # Plotly reads tags in labels
+
+
+def test_a_page_is_built_from_the_text_its_demos_were_found_in(tmp_path: Path):
+    """A file saved again while a build runs (`mkdocs serve`, an author typing): the page's source is the text
+    the demo hook read when it found the page's demos, not the file as it is when MkDocs gets to the page."""
+    from hooks.demos.site import DemoSite
+
+    page_path = tmp_path / "docs" / "en" / "page.md"
+    page_path.parent.mkdir(parents=True)
+    page_path.write_text("# Read first\n", encoding="utf-8")
+    site = DemoSite(tmp_path, None, TEMPLATES)
+    file = SimpleNamespace(abs_src_path=str(page_path), url="page/")
+    source = page_path.read_text(encoding="utf-8")
+    site.pages = {site.shown_path(file): PageDemos(site.shown_path(file), "page/", source, demo_fences(source))}
+    page_path.write_text("# Saved during the build\n\n```demo\nkind: conversation\nprompt: hi\n```\n", encoding="utf-8")
+    assert site.source_of(file) == "# Read first\n"
+    assert site.source_of(SimpleNamespace(abs_src_path=str(tmp_path / "docs" / "en" / "other.md"), url="other/")) is None
