@@ -107,14 +107,47 @@ def rows_times_weight(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
     if not tiles_fit(w):  # none of the model's matrices
         _rows_times_weight(x, w.view(np.ndarray), y)
-    elif x.shape[0] <= MAX_KERNEL_ROWS:  # a decode step's rows: one pass
-        _tiled_rows_times_weight(x, weight_tiles(w), y)
-    else:  # a prompt's, in pieces
-        tiles = weight_tiles(w)
-        for first in range(0, x.shape[0], MAX_KERNEL_ROWS):
-            rows = slice(first, first + MAX_KERNEL_ROWS)
-            _tiled_rows_times_weight(x[rows], tiles, y[rows])
+    else:
+        _rows_times_tiles(x, weight_tiles(w), y)
     return y
+
+
+def rows_times_dequantized(x: np.ndarray, w, start: int, stop: int) -> np.ndarray:
+    """x @ W[start:stop].T for a many-row product (a prompt's) with a `quantized.QuantizedWeight`: its output rows
+    start..stop dequantized (`dequantize_rows`), regrouped as the float32 kernel's tiles read them in a buffer
+    made for this product (not kept: a model in a GGUF format keeps no float32 copy), then that kernel's product,
+    as a float32 matrix's."""
+    x = np.ascontiguousarray(x, dtype=F32)
+    y = np.empty((x.shape[0], stop - start), dtype=F32)
+    if (stop - start) % TILE_WEIGHT_ROWS or w.shape[1] % TILE_LANES:
+        _rows_times_weight(x, dequantize_rows(w, start, stop), y)
+    else:
+        _rows_times_tiles(x, dequantize_tiles(w, start, stop), y)
+    return y
+
+
+def dequantize_tiles(w, start: int, stop: int) -> np.ndarray:
+    """Output rows start..stop of a QuantizedWeight as float32, in the order the float32 kernel's tiles read
+    them (`weight_tiles`), in one pass: the same values as `dequantize_rows`, regrouped. Dequantized into rows
+    first, the regrouping was a second pass as long as the first (Q4_1's 120 matrices: 55 + 55 ms)."""
+    tiles = np.empty(((stop - start) // TILE_WEIGHT_ROWS, TILE_WEIGHT_ROWS * w.shape[1]), dtype=F32)
+    if w.format == "f16":
+        _dequantize_halves_in_tiles(w.data[start:stop].view(np.uint16), tiles)
+    elif w.format == "q8_0":
+        blocks = w.blocks[start:stop]
+        _dequantize_q8_0_in_tiles(blocks, blocks.view(np.int8), tiles)
+    else:
+        _dequantize_q4_in_tiles(w.blocks[start:stop], w.format == "q4_1", tiles)
+    return tiles
+
+
+def _rows_times_tiles(x: np.ndarray, tiles: np.ndarray, y: np.ndarray) -> None:
+    if x.shape[0] <= MAX_KERNEL_ROWS:  # a decode step's rows: one pass
+        _tiled_rows_times_weight(x, tiles, y)
+        return
+    for first in range(0, x.shape[0], MAX_KERNEL_ROWS):  # a prompt's, in pieces
+        rows = slice(first, first + MAX_KERNEL_ROWS)
+        _tiled_rows_times_weight(x[rows], tiles, y[rows])
 
 
 def elementwise(x: np.ndarray) -> bool:
@@ -818,6 +851,52 @@ def _dequantize_q4(blocks, with_min, out):  # pragma: no cover -- compiled
                     byte = blocks[r, kb, first + j]
                     out[r, kb * 32 + j] = d * F32(np.int32(byte & np.uint8(15)) - 8)
                     out[r, kb * 32 + 16 + j] = d * F32(np.int32(byte >> np.uint8(4)) - 8)
+
+
+@njit(inline="always")
+def _in_tile(i, c):  # where row i of a group of TILE_WEIGHT_ROWS and column c go in the group's row of tiles
+    lane = c % TILE_LANES
+    return TILE_WEIGHT_ROWS * (c - lane) + i * TILE_LANES + lane
+
+
+@njit(parallel=True, cache=True)
+def _dequantize_halves_in_tiles(bits, tiles):  # pragma: no cover -- compiled; tested through dequantize_tiles
+    for g in prange(tiles.shape[0]):
+        for i in range(TILE_WEIGHT_ROWS):
+            for k in range(bits.shape[1]):
+                tiles[g, _in_tile(i, k)] = _half(bits[g * TILE_WEIGHT_ROWS + i, k])
+
+
+@njit(parallel=True, cache=True)
+def _dequantize_q8_0_in_tiles(blocks, signed, tiles):  # pragma: no cover -- compiled; tested through dequantize_tiles
+    for g in prange(tiles.shape[0]):
+        for i in range(TILE_WEIGHT_ROWS):
+            r = g * TILE_WEIGHT_ROWS + i
+            for kb in range(blocks.shape[1]):
+                d = _half(np.uint32(blocks[r, kb, 0]) | (np.uint32(blocks[r, kb, 1]) << np.uint32(8)))
+                for j in range(32):
+                    tiles[g, _in_tile(i, kb * 32 + j)] = F32(signed[r, kb, 2 + j]) * d
+
+
+@njit(parallel=True, cache=True)
+def _dequantize_q4_in_tiles(blocks, with_min, tiles):  # pragma: no cover -- compiled; tested through dequantize_tiles
+    first = 4 if with_min else 2
+    for g in prange(tiles.shape[0]):
+        for i in range(TILE_WEIGHT_ROWS):
+            r = g * TILE_WEIGHT_ROWS + i
+            for kb in range(blocks.shape[1]):
+                d = _half(np.uint32(blocks[r, kb, 0]) | (np.uint32(blocks[r, kb, 1]) << np.uint32(8)))
+                m = _half(np.uint32(blocks[r, kb, 2]) | (np.uint32(blocks[r, kb, 3]) << np.uint32(8))) if with_min \
+                    else F32(-8) * d
+                for j in range(16):  # as _dequantize_q4: d q + m, or d (q - 8)
+                    byte = blocks[r, kb, first + j]
+                    low, high = np.int32(byte & np.uint8(15)), np.int32(byte >> np.uint8(4))
+                    if with_min:
+                        tiles[g, _in_tile(i, kb * 32 + j)] = d * F32(low) + m
+                        tiles[g, _in_tile(i, kb * 32 + 16 + j)] = d * F32(high) + m
+                    else:
+                        tiles[g, _in_tile(i, kb * 32 + j)] = d * F32(low - 8)
+                        tiles[g, _in_tile(i, kb * 32 + 16 + j)] = d * F32(high - 8)
 
 
 # --- one new token attending over its cache, for several sequences --------------------------------

@@ -209,16 +209,23 @@ def blas_product(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 def quantized_linear(x: np.ndarray, w: QuantizedWeight) -> np.ndarray:
     """x @ W.T for a matrix kept in a GGUF format (`quantized.py`). A few rows go to the compiled kernel,
     which reads the format's bytes and dequantizes in registers (decode reads no more than them); many
-    rows (prefill) multiply one tile of TILE_ROWS dequantized output rows at a time by BLAS (a tile is made
-    for one product: the kernel's copy of it in tile order would cost another pass over it). The numpy path
-    dequantizes tiles with llama.cpp's reference (`gguf.quants`)."""
+    rows (prefill) multiply one tile of TILE_ROWS dequantized output rows at a time, by the float32 kernel
+    (`kernels.rows_times_dequantized`), as F32's prefill does. The numpy path dequantizes tiles with llama.cpp's
+    reference (`gguf.quants`) for BLAS."""
     if kernels.enabled() and x.shape[0] <= kernels.MAX_KERNEL_ROWS:
         return kernels.rows_times_blocks(x, w)
+
+    def product(start: int, stop: int) -> np.ndarray:
+        if kernels.enabled():
+            return kernels.rows_times_dequantized(x, w, start, stop)
+        return blas_product(x, w.dequantize(slice(start, stop)))
+
+    if w.shape[0] <= TILE_ROWS:  # one tile: its product is the result
+        return product(0, w.shape[0])
     y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
     for start in range(0, w.shape[0], TILE_ROWS):
         stop = min(start + TILE_ROWS, w.shape[0])
-        tile = kernels.dequantize_rows(w, start, stop) if kernels.enabled() else w.dequantize(slice(start, stop))
-        y[:, start:stop] = blas_product(x, tile)
+        y[:, start:stop] = product(start, stop)
     return y
 
 

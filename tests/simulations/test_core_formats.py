@@ -82,6 +82,15 @@ def test_tile_dequantization_is_the_reference_exactly(fmt):
 
 
 @pytest.mark.parametrize("fmt", ["f16", *BLOCK_FORMATS])
+def test_dequantization_into_the_kernels_tiles_is_the_reference_regrouped(fmt):
+    """A prompt's product with a quantized matrix dequantizes straight into the float32 kernel's tile order: the
+    reference's values, each where `weight_tiles` would have put it."""
+    w = random_blocks(fmt, 90, 160, seed=4)
+    reference = np.ascontiguousarray(w.dequantize(slice(8, 48)))
+    np.testing.assert_array_equal(kernels.dequantize_tiles(w, 8, 48), kernels.weight_tiles(reference))
+
+
+@pytest.mark.parametrize("fmt", ["f16", *BLOCK_FORMATS])
 @pytest.mark.parametrize("rows", [3, 100])
 @pytest.mark.parametrize("path", ["numba", "numpy"])
 def test_linear_dispatches_on_the_weight_type(monkeypatch, fmt, rows, path):
