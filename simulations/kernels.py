@@ -853,18 +853,18 @@ def _dequantize_q4(blocks, with_min, out):  # pragma: no cover -- compiled
                     out[r, kb * 32 + 16 + j] = d * F32(np.int32(byte >> np.uint8(4)) - 8)
 
 
-@njit(inline="always")
-def _in_tile(i, c):  # where row i of a group of TILE_WEIGHT_ROWS and column c go in the group's row of tiles
-    lane = c % TILE_LANES
-    return TILE_WEIGHT_ROWS * (c - lane) + i * TILE_LANES + lane
-
-
+# A group's row of tiles holds, for each run of TILE_LANES columns from k, its TILE_WEIGHT_ROWS rows' values one
+# row after another: row i's at TILE_WEIGHT_ROWS k + i TILE_LANES. Written so, run by run, each run is one vector
+# store (as element-by-element positions, the dequantization ran at 0.65-0.9 ns a weight on a core).
 @njit(parallel=True, cache=True)
 def _dequantize_halves_in_tiles(bits, tiles):  # pragma: no cover -- compiled; tested through dequantize_tiles
     for g in prange(tiles.shape[0]):
         for i in range(TILE_WEIGHT_ROWS):
-            for k in range(bits.shape[1]):
-                tiles[g, _in_tile(i, k)] = _half(bits[g * TILE_WEIGHT_ROWS + i, k])
+            r = g * TILE_WEIGHT_ROWS + i
+            for k in range(0, bits.shape[1], TILE_LANES):
+                at = TILE_WEIGHT_ROWS * k + i * TILE_LANES
+                for lane in range(TILE_LANES):
+                    tiles[g, at + lane] = _half(bits[r, k + lane])
 
 
 @njit(parallel=True, cache=True)
@@ -874,8 +874,10 @@ def _dequantize_q8_0_in_tiles(blocks, signed, tiles):  # pragma: no cover -- com
             r = g * TILE_WEIGHT_ROWS + i
             for kb in range(blocks.shape[1]):
                 d = _half(np.uint32(blocks[r, kb, 0]) | (np.uint32(blocks[r, kb, 1]) << np.uint32(8)))
-                for j in range(32):
-                    tiles[g, _in_tile(i, kb * 32 + j)] = F32(signed[r, kb, 2 + j]) * d
+                for h in range(0, 32, TILE_LANES):
+                    at = TILE_WEIGHT_ROWS * (kb * 32 + h) + i * TILE_LANES
+                    for lane in range(TILE_LANES):
+                        tiles[g, at + lane] = F32(signed[r, kb, 2 + h + lane]) * d
 
 
 @njit(parallel=True, cache=True)
@@ -887,16 +889,19 @@ def _dequantize_q4_in_tiles(blocks, with_min, tiles):  # pragma: no cover -- com
             for kb in range(blocks.shape[1]):
                 d = _half(np.uint32(blocks[r, kb, 0]) | (np.uint32(blocks[r, kb, 1]) << np.uint32(8)))
                 m = _half(np.uint32(blocks[r, kb, 2]) | (np.uint32(blocks[r, kb, 3]) << np.uint32(8))) if with_min \
-                    else F32(-8) * d
-                for j in range(16):  # as _dequantize_q4: d q + m, or d (q - 8)
-                    byte = blocks[r, kb, first + j]
-                    low, high = np.int32(byte & np.uint8(15)), np.int32(byte >> np.uint8(4))
-                    if with_min:
-                        tiles[g, _in_tile(i, kb * 32 + j)] = d * F32(low) + m
-                        tiles[g, _in_tile(i, kb * 32 + 16 + j)] = d * F32(high) + m
-                    else:
-                        tiles[g, _in_tile(i, kb * 32 + j)] = d * F32(low - 8)
-                        tiles[g, _in_tile(i, kb * 32 + 16 + j)] = d * F32(high - 8)
+                    else F32(0)
+                for h in range(0, 16, TILE_LANES):  # columns h.. in the low nibbles, 16 + h.. in the high ones
+                    low_at = TILE_WEIGHT_ROWS * (kb * 32 + h) + i * TILE_LANES
+                    high_at = TILE_WEIGHT_ROWS * (kb * 32 + 16 + h) + i * TILE_LANES
+                    for lane in range(TILE_LANES):  # as _dequantize_q4: d q + m, or d (q - 8)
+                        byte = blocks[r, kb, first + h + lane]
+                        low, high = np.int32(byte & np.uint8(15)), np.int32(byte >> np.uint8(4))
+                        if with_min:
+                            tiles[g, low_at + lane] = d * F32(low) + m
+                            tiles[g, high_at + lane] = d * F32(high) + m
+                        else:
+                            tiles[g, low_at + lane] = d * F32(low - 8)
+                            tiles[g, high_at + lane] = d * F32(high - 8)
 
 
 # --- one new token attending over its cache, for several sequences --------------------------------
