@@ -44,7 +44,7 @@ from .machine import machine_info
 from .model import KVCache, Weights, decode_step, prefill
 from .paths import cache_dir
 from .quantized import BYTES_PER_WEIGHT, FORMATS, QuantizedWeight, check_format, quantize
-from .roofline import measure_peaks, phase_point, ridge_intensity
+from .roofline import best_ceilings, measure_peaks, phase_point, ridge_intensity
 from .sweep import check_lengths, prompt_of_length
 from .trace import prepare_prompt
 
@@ -231,7 +231,9 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
             prompt_lengths: Sequence[int] = (128, 512, 2048), context_tokens: int = 512, decode_steps: int = 16,
             repeats: int = 3, accuracy_steps: int = 64, prompt: str = CHAPTER_PROMPT,
             peaks: dict[str, Any] | None = None, progress: Progress = None) -> dict[str, Any]:
-    """Each format's TTFT, decode ms per token, place on the roofline and accuracy against F32 (module doc)."""
+    """Each format's TTFT, decode ms per token, place on the roofline and accuracy against F32 (module doc). Peaks
+    given are used as they are (a build passes the roofline's, so that one page has one set of ceilings);
+    otherwise they are measured before the phases and again after them, each ceiling the best of both."""
     report = progress or (lambda message, fraction: None)
     names = list(dict.fromkeys(["f32", *(check_format(f) for f in (formats or default_formats(model)))]))
     lengths = sorted(set(prompt_lengths))
@@ -240,6 +242,7 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
     for name in names:
         report(f"holding the weights in {name.upper()}", None)
         models[name] = convert(model, name, progress)
+    given = peaks
     if peaks is None:
         report("measuring this machine's peak FLOP/s and bandwidth", 0.0)
         peaks = measure_peaks()
@@ -280,6 +283,8 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
                                                                                              cache)))
             done += 1
 
+    if given is None:  # measured on both sides of the phases, as `roofline` does: the faster of the two
+        peaks = best_ceilings([peaks, measure_peaks()])
     report(f"accuracy: F32's answer to the chapter prompt, {accuracy_steps} tokens, read by every format", None)
     ids, answer = answer_ids(models["f32"], prompt, accuracy_steps)
     reference = teacher_forced_logits(models["f32"], ids, answer)
@@ -328,7 +333,7 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
     return {
         "schema": SCHEMA,
         "model": model_summary(model),
-        "machine": {**machine_info(), **{k: v for k, v in peaks.items() if k != "method"}},
+        "machine": {**machine_info(), **{k: v for k, v in peaks.items() if k not in ("method", "measurements")}},
         "peaks_method": peaks.get("method"),
         "ridge_intensity": ridge_intensity(peaks),
         "prompt_lengths": lengths,
