@@ -1469,8 +1469,8 @@ def _rope_rows(x, cos, sin, interleaved, out, first, stop):  # pragma: no cover 
                     out[t, h, half + i] = a * s + b * c
 
 
-# The parallel loops call the rows' functions, as the MLP gate's does (a body of their own compiled twice cost the
-# cold compile 2-5 s).
+# The parallel loops call the rows' functions, as the MLP gate's does (bodies of their own, compiled again for the
+# loops, had taken the cold compile from 13 to 17-20 s).
 @njit(parallel=True, cache=True)
 def _rms_norm_in_parallel(x, weight, eps, out):  # pragma: no cover -- compiled; tested through rms_norm
     for block in prange(-(-x.shape[0] // ROWS_A_JOB)):
