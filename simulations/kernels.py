@@ -114,9 +114,9 @@ def rows_times_weight(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 def rows_times_dequantized(x: np.ndarray, w, start: int, stop: int) -> np.ndarray:
     """x @ W[start:stop].T for a many-row product (a prompt's) with a `quantized.QuantizedWeight`: its output rows
-    start..stop dequantized (`dequantize_rows`), regrouped as the float32 kernel's tiles read them in a buffer
-    made for this product (not kept: a model in a GGUF format keeps no float32 copy), then that kernel's product,
-    as a float32 matrix's."""
+    start..stop dequantized straight into the order the float32 kernel's tiles read (`dequantize_tiles`), in a
+    buffer made for this product (not kept: a model in a GGUF format keeps no float32 copy), then that kernel's
+    product, as a float32 matrix's. Rows that do not fill the tiles go to the row kernel as plain rows."""
     x = np.ascontiguousarray(x, dtype=F32)
     y = np.empty((x.shape[0], stop - start), dtype=F32)
     if (stop - start) % TILE_WEIGHT_ROWS or w.shape[1] % TILE_LANES:
@@ -592,6 +592,12 @@ def _half(bits):  # pragma: no cover -- compiled
     return np.uint32(magnitude | sign).view(np.float32) * F32(5.192296858534828e33)  # 2.0 ** 112
 
 
+@njit(inline="always")
+def _block_half(blocks, r, kb, at):  # pragma: no cover -- compiled
+    # The f16 at bytes at, at + 1 of block kb of row r (its scale d, or Q4_1's minimum m), as float32.
+    return _half(np.uint32(blocks[r, kb, at]) | (np.uint32(blocks[r, kb, at + 1]) << np.uint32(8)))
+
+
 @njit(parallel=True, fastmath=FAST, cache=True)
 def _rows_times_f16(x, h, y):  # pragma: no cover -- compiled
     rows, n_in = x.shape
@@ -829,7 +835,7 @@ def _dequantize_halves(bits, out):  # pragma: no cover -- compiled
 def _dequantize_q8_0(blocks, signed, out):  # pragma: no cover -- compiled
     for r in prange(blocks.shape[0]):
         for kb in range(blocks.shape[1]):
-            d = _half(np.uint32(blocks[r, kb, 0]) | (np.uint32(blocks[r, kb, 1]) << np.uint32(8)))
+            d = _block_half(blocks, r, kb, 0)
             for j in range(32):
                 out[r, kb * 32 + j] = F32(signed[r, kb, 2 + j]) * d
 
@@ -839,9 +845,9 @@ def _dequantize_q4(blocks, with_min, out):  # pragma: no cover -- compiled
     first = 4 if with_min else 2
     for r in prange(blocks.shape[0]):
         for kb in range(blocks.shape[1]):
-            d = _half(np.uint32(blocks[r, kb, 0]) | (np.uint32(blocks[r, kb, 1]) << np.uint32(8)))
+            d = _block_half(blocks, r, kb, 0)
             if with_min:
-                m = _half(np.uint32(blocks[r, kb, 2]) | (np.uint32(blocks[r, kb, 3]) << np.uint32(8)))
+                m = _block_half(blocks, r, kb, 2)
                 for j in range(16):
                     byte = blocks[r, kb, first + j]
                     out[r, kb * 32 + j] = d * F32(byte & np.uint8(15)) + m
@@ -873,7 +879,7 @@ def _dequantize_q8_0_in_tiles(blocks, signed, tiles):  # pragma: no cover -- com
         for i in range(TILE_WEIGHT_ROWS):
             r = g * TILE_WEIGHT_ROWS + i
             for kb in range(blocks.shape[1]):
-                d = _half(np.uint32(blocks[r, kb, 0]) | (np.uint32(blocks[r, kb, 1]) << np.uint32(8)))
+                d = _block_half(blocks, r, kb, 0)
                 for h in range(0, 32, TILE_LANES):
                     at = TILE_WEIGHT_ROWS * (kb * 32 + h) + i * TILE_LANES
                     for lane in range(TILE_LANES):
@@ -887,9 +893,8 @@ def _dequantize_q4_in_tiles(blocks, with_min, tiles):  # pragma: no cover -- com
         for i in range(TILE_WEIGHT_ROWS):
             r = g * TILE_WEIGHT_ROWS + i
             for kb in range(blocks.shape[1]):
-                d = _half(np.uint32(blocks[r, kb, 0]) | (np.uint32(blocks[r, kb, 1]) << np.uint32(8)))
-                m = _half(np.uint32(blocks[r, kb, 2]) | (np.uint32(blocks[r, kb, 3]) << np.uint32(8))) if with_min \
-                    else F32(0)
+                d = _block_half(blocks, r, kb, 0)
+                m = _block_half(blocks, r, kb, 2) if with_min else F32(0)
                 for h in range(0, 16, TILE_LANES):  # columns h.. in the low nibbles, 16 + h.. in the high ones
                     low_at = TILE_WEIGHT_ROWS * (kb * 32 + h) + i * TILE_LANES
                     high_at = TILE_WEIGHT_ROWS * (kb * 32 + 16 + h) + i * TILE_LANES
