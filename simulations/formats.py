@@ -40,11 +40,10 @@ from .cost import decode_cost, prefill_cost
 from .errors import PromptError, WeightFormatError
 from .gguf_loader import stored_matrices
 from .loader import LoadedModel, bytes_per_weight, model_summary, weights_nbytes
-from .machine import machine_info
 from .model import KVCache, Weights, decode_step, prefill
 from .paths import cache_dir
 from .quantized import BYTES_PER_WEIGHT, FORMATS, QuantizedWeight, check_format, quantize
-from .roofline import best_ceilings, measure_peaks, phase_point, ridge_intensity
+from .roofline import best_ceilings, machine_record, measure_peaks, phase_point, ridge_intensity
 from .sweep import check_lengths, prompt_of_length
 from .trace import prepare_prompt
 
@@ -333,7 +332,7 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
     return {
         "schema": SCHEMA,
         "model": model_summary(model),
-        "machine": {**machine_info(), **{k: v for k, v in peaks.items() if k not in ("method", "measurements")}},
+        "machine": machine_record(peaks),
         "peaks_method": peaks.get("method"),
         "ridge_intensity": ridge_intensity(peaks),
         "prompt_lengths": lengths,

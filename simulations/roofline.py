@@ -116,6 +116,11 @@ def best_ceilings(measured: list[dict[str, Any]]) -> dict[str, Any]:
     return best
 
 
+def machine_record(peaks: dict[str, Any]) -> dict[str, Any]:
+    """A result's `machine`: this machine, and the ceilings it was measured against (their method apart)."""
+    return {**machine_info(), **{k: v for k, v in peaks.items() if k not in ("method", "measurements")}}
+
+
 # --- prefill and decode under the roofline ---------------------------------------------------------
 
 ROOFLINE_PROMPT_LENGTHS = (128, 512, 2048)  # default points for the animated chart
@@ -192,7 +197,7 @@ def roofline(model: LoadedModel, peaks: dict[str, Any] | None = None, prompt_tok
     report("roofline done", 1.0)
 
     return {
-        "machine": {**machine_info(), **{k: v for k, v in peaks.items() if k not in ("method", "measurements")}},
+        "machine": machine_record(peaks),
         "peaks_method": peaks.get("method"),
         "ridge_intensity": ridge_intensity(peaks),
         "prompt_tokens": prompt_tokens,
