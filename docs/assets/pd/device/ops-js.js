@@ -202,12 +202,26 @@ export function median(values) {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
+// The buffer is summed a run of RUN_FLOATS at a time. V8 on one Xeon read a Float32Array at 2.5 GB/s in one long
+// loop and at 5.2 in runs of 256 floats, while decode's rows of 576 read at 3.4: a ceiling summed in one loop was
+// beaten by decode (the page said "ceiling exceeded"). Runs of 128-576 floats were alike there; 1,024 and more
+// as slow as one loop.
+const RUN_FLOATS = 256;
+
 function sumAll(data) {
+  let total = 0;
+  const n = data.length - (data.length % RUN_FLOATS);
+  for (let start = 0; start < n; start += RUN_FLOATS) total += sumRun(data, start, start + RUN_FLOATS);
+  return total + sumRun(data, n, data.length);
+}
+
+function sumRun(data, start, end) {
   let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  const n = data.length - (data.length % 4);
-  for (let i = 0; i < n; i += 4) {
+  const end4 = end - ((end - start) % 4);
+  for (let i = start; i < end4; i += 4) {
     s0 += data[i]; s1 += data[i + 1]; s2 += data[i + 2]; s3 += data[i + 3];
   }
+  for (let i = end4; i < end; i += 1) s0 += data[i];
   return s0 + s1 + s2 + s3;
 }
 
