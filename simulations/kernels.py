@@ -281,12 +281,20 @@ def _ir_dot(builder, qs, xs):  # Σ q_i · x_i over vectors: one product, then f
 # stream keeps going while the group's later input rows compute from the cache; asked into the L2 cache, not the
 # L1 that holds the tile being computed. There, a step's products for 8 / 16 / 64 users took 19.6 / 23.1 / 87.8
 # ms, against 33.8 / 39.6 / 99.2 asked into the L1 cache and 24.0 / 38.0 / 137 from the stored rows; 1 user's,
-# asking nothing, 17.1 against 15.5 for the read (benchmarks/README.md). One pass a group (up to 5 rows) asks
-# nothing: the hardware prefetcher follows one stream on its own, and asking cost 1-2 ms.
+# asking nothing, 17.1 against 15.5 for the read (benchmarks/README.md). One pass a group (up to 5 rows): on
+# those AMD hosts it asks nothing (the hardware prefetcher follows one stream on its own, and asking for the next
+# group cost 1-2 ms); on an Intel Xeon, whose prefetchers stop at each 4 KiB page, a core read a matrix through
+# the one-row tile at 0.8 of a plain read's rate, and asking pays: each pass asks for the vectors NEAR_FLOATS
+# ahead into the L1 cache, and the passes of 2 and 4 rows also for the next group's tiles into the L2. A step's
+# products there, interleaved against asking nothing, for 1 / 2 / 4 users: 18.7 -> 16.6, 21.4 -> 19.1, 27.4 ->
+# 19.8 ms (256 bytes ahead to 2 KiB alike; 4 KiB none; six-row passes asking near as well: no faster).
 # The features numba compiles for: the host's, unless $NUMBA_CPU_NAME names another CPU (then those that
 # $NUMBA_CPU_FEATURES lists).
+_CPU_NAME = numba.config.CPU_NAME or llvm.get_host_cpu_name()
 _WIDE = "+avx512f" in ((numba.config.CPU_FEATURES or "") if numba.config.CPU_NAME
                        else llvm.get_host_cpu_features().flatten())
+_FEW_ROWS_ASK = not _CPU_NAME.startswith("znver")  # AMD's Zen cores: measured faster asking nothing
+NEAR_FLOATS = 256  # 1 KiB
 TILE_LANES = 16 if _WIDE else 8
 TILE_WEIGHT_ROWS = 4  # the sums of one input row's four outputs are stored as one 4-float vector
 TILE_INPUT_ROWS = 6 if _WIDE else 3  # accumulators: 24 of AVX-512's 32 registers, 12 of AVX2's 16
@@ -323,10 +331,11 @@ def _ir_sums(builder, vectors):
     return sums
 
 
-def _tile_intrinsic(n_inputs, ask_ahead=False):
+def _tile_intrinsic(n_inputs, ask_ahead=False, ask_near=False):
     """A numba intrinsic tile(tiles, g, x, b, y): y[b + j, R g + i] = W[R g + i] · x[b + j] for i < R
     (TILE_WEIGHT_ROWS) and j < n_inputs, W's group g of rows taken from its `weight_tiles`, x's rows contiguous;
-    `ask_ahead`: each pass asks for its share of the next group's tiles."""
+    `ask_ahead`: each pass asks for its share of the next group's tiles (into the L2 cache); `ask_near`: for the
+    vectors NEAR_FLOATS ahead of its own (into the L1)."""
     @intrinsic
     def tile(typingctx, tiles, group, x, first_input, y):
         def codegen(context, builder, signature, args):
@@ -353,6 +362,9 @@ def _tile_intrinsic(n_inputs, ask_ahead=False):
                 for line in range(0, TILE_WEIGHT_ROWS * TILE_LANES, FLOATS_PER_LINE) if ask_ahead else ():
                     ahead = builder.add(builder.add(here, group_floats), count(line))
                     _ir_prefetch(builder, builder.bitcast(builder.gep(weights, [ahead]), _I8.as_pointer()), locality=2)
+                for line in range(0, TILE_WEIGHT_ROWS * TILE_LANES, FLOATS_PER_LINE) if ask_near else ():
+                    ahead = builder.add(here, count(NEAR_FLOATS + line))
+                    _ir_prefetch(builder, builder.bitcast(builder.gep(weights, [ahead]), _I8.as_pointer()))
                 lanes = [_ir_load(builder, weights, builder.add(here, count(i * TILE_LANES)), _TILE, align=4)
                          for i in range(TILE_WEIGHT_ROWS)]
                 for j, pointer in enumerate(inputs):
@@ -369,9 +381,9 @@ def _tile_intrinsic(n_inputs, ask_ahead=False):
 
 
 _tile_of_inputs = _tile_intrinsic(TILE_INPUT_ROWS, ask_ahead=True)
-_tile_of_4_inputs = _tile_intrinsic(4)
-_tile_of_2_inputs = _tile_intrinsic(2)
-_tile_of_1_input = _tile_intrinsic(1)
+_tile_of_4_inputs = _tile_intrinsic(4, ask_ahead=_FEW_ROWS_ASK, ask_near=_FEW_ROWS_ASK)
+_tile_of_2_inputs = _tile_intrinsic(2, ask_ahead=_FEW_ROWS_ASK, ask_near=_FEW_ROWS_ASK)
+_tile_of_1_input = _tile_intrinsic(1, ask_near=_FEW_ROWS_ASK)
 
 
 def tiles_fit(w: np.ndarray) -> bool:
@@ -525,7 +537,7 @@ def rows_times_blocks(x: np.ndarray, w) -> np.ndarray:
     x = np.ascontiguousarray(x, dtype=F32)
     y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
     if w.format == "f16" and w.shape[1] % 32 == 0:  # rows of halves, taken 32 at a time as if they were blocks
-        _rows_times_halves(x, w.blocks, y)
+        _rows_times_halves(x, split_rows(w).reshape(w.blocks.shape), y)
         return y
     if w.format == "f16":
         _rows_times_f16(x, w.data.view(np.uint16), y)
@@ -540,19 +552,25 @@ def rows_times_blocks(x: np.ndarray, w) -> np.ndarray:
     return y
 
 
-# Each Q matrix's rows as the kernels read them (`split_rows`), made on its first product and kept while the
-# QuantizedWeight lives.
+# Each matrix's rows as the kernels read them (`split_rows`), made on its first product and kept while the
+# QuantizedWeight lives. F16's are its rows as stored, copied all the same: a format not in the model file
+# comes from the per-user cache as a memory map, in 4 KiB pages, and on an Intel Xeon a one-user step's F16
+# products read the map at 19.3 GB/s and the copy, on huge pages, at 22.9 (13.9 -> 11.8 ms, interleaved).
 _split_rows = _ByIdentity()
 
 
 def split_rows(w) -> np.ndarray:
-    """A Q8_0 / Q4_0 / Q4_1 QuantizedWeight's rows with their blocks' parts gathered: per row, the n blocks' f16
-    scales d (2n bytes), for Q4_1 then their f16 minimums m (2n bytes), then their quants (32 or 16 bytes each),
-    block after block. The same bytes as GGUF's rows, in another order: uint8 (out, n · block bytes)."""
+    """A QuantizedWeight's rows in the kernels' own copy (on huge pages, `_empty_copy`). Q8_0 / Q4_0 / Q4_1:
+    their blocks' parts gathered, per row the n blocks' f16 scales d (2n bytes), for Q4_1 then their f16
+    minimums m (2n bytes), then their quants (32 or 16 bytes each), block after block: the same bytes as GGUF's
+    rows, in another order. F16: its rows as stored. uint8 (out, n · block bytes)."""
     rows = _split_rows.get(w)
     if rows is None:
         blocks = w.blocks
-        parts = [blocks[:, :, :2]] + ([blocks[:, :, 2:4]] if w.format == "q4_1" else []) + [blocks[:, :, _QUANTS_AT[w.format]:]]
+        if w.format == "f16":
+            parts = [blocks]
+        else:
+            parts = [blocks[:, :, :2]] + ([blocks[:, :, 2:4]] if w.format == "q4_1" else []) + [blocks[:, :, _QUANTS_AT[w.format]:]]
         parts = [part.reshape(blocks.shape[0], -1) for part in parts]
         rows = _empty_copy((blocks.shape[0], blocks.shape[1] * blocks.shape[2]), np.uint8)
         np.concatenate(parts, axis=1, out=rows)
