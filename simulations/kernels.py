@@ -119,7 +119,7 @@ def rows_times_dequantized(x: np.ndarray, w, start: int, stop: int) -> np.ndarra
     product, as a float32 matrix's. Rows that do not fill the tiles go to the row kernel as plain rows."""
     x = np.ascontiguousarray(x, dtype=F32)
     y = np.empty((x.shape[0], stop - start), dtype=F32)
-    if (stop - start) % TILE_WEIGHT_ROWS or w.shape[1] % TILE_LANES:
+    if (stop - start) % TILE_OUTPUTS or w.shape[1] % COLUMNS_A_TURN:
         _rows_times_weight(x, dequantize_rows(w, start, stop), y)
     else:
         _rows_times_tiles(x, dequantize_tiles(w, start, stop), y)
@@ -130,7 +130,7 @@ def dequantize_tiles(w, start: int, stop: int) -> np.ndarray:
     """Output rows start..stop of a QuantizedWeight as float32, in the order the float32 kernel's tiles read
     them (`weight_tiles`), in one pass: the same values as `dequantize_rows`, regrouped. Dequantized into rows
     first, the regrouping was a second pass as long as the first (Q4_1's 120 matrices: 55 + 55 ms)."""
-    tiles = np.empty(((stop - start) // TILE_WEIGHT_ROWS, TILE_WEIGHT_ROWS * w.shape[1]), dtype=F32)
+    tiles = np.empty(((stop - start) // TILE_OUTPUTS, TILE_OUTPUTS * w.shape[1]), dtype=F32)
     return _dequantized(w, start, stop, tiles, _dequantize_halves_in_tiles, _dequantize_q8_0_in_tiles,
                         _dequantize_q4_in_tiles)
 
@@ -267,27 +267,34 @@ def _ir_dot(builder, qs, xs):  # Σ q_i · x_i over vectors: one product, then f
 
 
 # --- rows times a float32 weight matrix -----------------------------------------------------------------------
-# A tile of TILE_WEIGHT_ROWS weight rows times TILE_INPUT_ROWS input rows a pass over the input dimension, so each
-# weight loaded into a register serves several inputs and each input several weights (a GEMM micro-kernel's
-# register blocking), in vectors as wide as the CPU's (16 floats with AVX-512, else 8); then the next input rows,
-# while the tile's weight rows stay in the L1 cache, so memory delivers W once.
-# The tiles read W in its own copy (`weight_tiles`), its rows regrouped so that the vectors a pass loads together
-# lie next to each other: memory sees one forward stream, as a matrix-vector product's. Read as stored, a pass
-# walked four rows at once, four streams 2-6 KiB apart, and on an AMD EPYC (Zen 4) one user's products reached
-# 22-25 GB/s where a plain read of the same matrices reached 33-46 (benchmarks/README.md); a matrix-vector
-# product over the stored rows, one row after another, reached the read's rate there, and so do the tiles over
-# the copy. Where a group takes several passes (more than 5 input rows), each pass of six also asks for the same
-# share of the next group's tiles (the next group a core takes: prange hands each core a band of them), so the
-# stream keeps going while the group's later input rows compute from the cache; asked into the L2 cache, not the
-# L1 that holds the tile being computed. There, a step's products for 8 / 16 / 64 users took 19.6 / 23.1 / 87.8
-# ms, against 33.8 / 39.6 / 99.2 asked into the L1 cache and 24.0 / 38.0 / 137 from the stored rows; 1 user's,
-# asking nothing, 17.1 against 15.5 for the read (benchmarks/README.md). One pass a group (up to 5 rows): on
-# those AMD hosts it asks nothing (the hardware prefetcher follows one stream on its own, and asking for the next
-# group cost 1-2 ms); on an Intel Xeon, whose prefetchers stop at each 4 KiB page, a core read a matrix through
-# the one-row tile at 0.8 of a plain read's rate, and asking pays: each pass asks for the vectors NEAR_FLOATS
-# ahead into the L1 cache, and the passes of 2 and 4 rows also for the next group's tiles into the L2. A step's
-# products there, interleaved against asking nothing, for 1 / 2 / 4 users: 18.7 -> 16.6, 21.4 -> 19.1, 27.4 ->
-# 19.8 ms (256 bytes ahead to 2 KiB alike; 4 KiB none; six-row passes asking near as well: no faster).
+# A GEMM micro-kernel's register blocking: a tile of TILE_OUTPUTS outputs (the lanes of two vectors as wide as the
+# CPU's: 16 floats with AVX-512, else 8) times up to TILE_INPUTS input rows, a pass over the input dimension. At each
+# column k the tile loads its outputs' two vectors of weights and multiplies them by each input row's x[k], taken
+# as a copy in every lane (a broadcast load, part of the multiply-add's own instruction), into 2 x TILE_INPUTS vector
+# accumulators: each weight in a register serves every input row, each x[k] every output, and an accumulator
+# ends as its outputs' values, stored as they are. Then the next input rows, while the tile's weights stay in the
+# L1 cache, so memory delivers W once.
+# The tiles read W in its own copy (`weight_tiles`): each group of TILE_OUTPUTS rows transposed, column after
+# column, so memory sees one forward stream, as a matrix-vector product's.
+# Until the twelfth session the lanes ran along the input dimension (a tile of four weight rows times six input
+# rows, each output a vector of partial sums added up across its lanes at the tile's end): in cache, on one core
+# of an Intel Xeon, 110-116 GFLOP/s against numpy's BLAS at 166 (its adding-up about a quarter of a 576-column
+# tile's work; its six rows' inputs from the L2 cache at every step); outputs as lanes reach 165-173. A prompt's
+# products there (64-row pieces, six layers' matrices, 2 cores, interleaved): 64 / 512 / 2048 rows 182 / 171 /
+# 158 -> 248 / 243 / 257 GFLOP/s; a decode step's for 1-4 users the same, 16 users 0.91 of the time, 64 users
+# 0.75 (benchmarks/README.md). Two vectors of outputs by twelve rows (24 of AVX-512's 32 registers): four vectors
+# by six rows took 1.1 times as long at 8-16 users and 1.2 times at 64.
+# Where a group takes several passes (more than TILE_INPUTS input rows), the first asks for the same share of the
+# next group's tiles (the next group a core takes: prange hands each core a band of them) into the L2 cache,
+# so the stream keeps going while the group's later input rows compute from the cache. On the AMD EPYC (Zen 4)
+# hosts a tile of few rows asks nothing (the hardware prefetcher follows one stream on its own, and asking for
+# the next group cost 1-2 ms a step); on an Intel Xeon, whose prefetchers stop at each 4 KiB page, a core read a
+# matrix through the one-row tile at 0.8 of a plain read's rate, and asking pays: each pass of a few rows asks
+# for the weights NEAR_FLOATS ahead into the L1 cache, and those of 2 and more rows also for the next group's
+# into the L2. A step's products there (the four-row tiles then), against asking nothing, for 1 / 2 / 4 users:
+# 18.7 -> 16.6, 21.4 -> 19.1, 27.4 -> 19.8 ms (256 bytes ahead to 2 KiB alike; 4 KiB none).
+# One or two input rows give each accumulator one multiply-add a column, which would wait on the last one's
+# latency: their tiles keep two or four sets of accumulators, columns taken in turn, added up at the end.
 # The features numba compiles for: the host's, unless $NUMBA_CPU_NAME names another CPU (then those that
 # $NUMBA_CPU_FEATURES lists).
 _CPU_NAME = numba.config.CPU_NAME or llvm.get_host_cpu_name()
@@ -296,8 +303,9 @@ _WIDE = "+avx512f" in ((numba.config.CPU_FEATURES or "") if numba.config.CPU_NAM
 _FEW_ROWS_ASK = not _CPU_NAME.startswith("znver")  # AMD's Zen cores: measured faster asking nothing
 NEAR_FLOATS = 256  # 1 KiB
 TILE_LANES = 16 if _WIDE else 8
-TILE_WEIGHT_ROWS = 4  # the sums of one input row's four outputs are stored as one 4-float vector
-TILE_INPUT_ROWS = 6 if _WIDE else 3  # accumulators: 24 of AVX-512's 32 registers, 12 of AVX2's 16
+TILE_OUTPUTS = 2 * TILE_LANES
+TILE_INPUTS = 12 if _WIDE else 6  # accumulators: 24 of AVX-512's 32 registers, 12 of AVX2's 16
+PANEL_QUERY_ROWS = 6 if _WIDE else 3  # a prompt attention panel (below): its rows by 4 vectors, 24 accumulators (12)
 _TILE = ir.VectorType(_F32, TILE_LANES)
 FLOATS_PER_LINE = 16  # a 64-byte cache line
 
@@ -331,11 +339,12 @@ def _ir_sums(builder, vectors):
     return sums
 
 
-def _tile_intrinsic(n_inputs, ask_ahead=False, ask_near=False):
-    """A numba intrinsic tile(tiles, g, x, b, y): y[b + j, R g + i] = W[R g + i] · x[b + j] for i < R
-    (TILE_WEIGHT_ROWS) and j < n_inputs, W's group g of rows taken from its `weight_tiles`, x's rows contiguous;
-    `ask_ahead`: each pass asks for its share of the next group's tiles (into the L2 cache); `ask_near`: for the
-    vectors NEAR_FLOATS ahead of its own (into the L1)."""
+def _tile_intrinsic(n_inputs, turns=1, ask_ahead=False, ask_near=False):
+    """A numba intrinsic tile(tiles, g, x, b, y): y[b + j, T g + o] = W[T g + o] · x[b + j] for o < T (TILE_OUTPUTS)
+    and j < n_inputs, W's group g of rows taken from its `weight_tiles`, x's rows contiguous. `turns`: sets of
+    accumulators the columns take in turn (the input dimension a multiple of them); `ask_ahead`: the pass asks
+    for its share of the next group's tiles (into the L2 cache); `ask_near`: for the weights NEAR_FLOATS ahead of
+    its own (into the L1)."""
     @intrinsic
     def tile(typingctx, tiles, group, x, first_input, y):
         def codegen(context, builder, signature, args):
@@ -345,50 +354,59 @@ def _tile_intrinsic(n_inputs, ask_ahead=False, ask_near=False):
             def plus(base, i):
                 return builder.add(base, context.get_constant(types.intp, i))
 
+            def ask(offset, locality):
+                _ir_prefetch(builder, builder.bitcast(builder.gep(weights, [offset]), _I8.as_pointer()), locality)
+
             tiles_array, weights = _ir_address(context, builder, tiles_type, args[0], [args[1], zero])
             inputs = [_ir_address(context, builder, x_type, args[2], [plus(args[3], j), zero])[1]
                       for j in range(n_inputs)]
             group_floats = cgutils.unpack_tuple(builder, tiles_array.shape)[1]
             count = lambda value: ir.Constant(group_floats.type, value)  # noqa: E731
-            n_in = builder.sdiv(group_floats, count(TILE_WEIGHT_ROWS))
-            first_output = builder.mul(args[1], count(TILE_WEIGHT_ROWS))
-            sums = [[cgutils.alloca_once(builder, _TILE) for _ in range(n_inputs)] for _ in range(TILE_WEIGHT_ROWS)]  # registers
-            for row in sums:
-                for accumulator in row:
-                    builder.store(ir.Constant(_TILE, [0.0] * TILE_LANES), accumulator)
-            with cgutils.for_range(builder, builder.sdiv(n_in, count(TILE_LANES))) as loop:
-                k = builder.mul(loop.index, count(TILE_LANES))
-                here = builder.mul(k, count(TILE_WEIGHT_ROWS))  # the pass's R vectors, one after another
-                for line in range(0, TILE_WEIGHT_ROWS * TILE_LANES, FLOATS_PER_LINE) if ask_ahead else ():
-                    ahead = builder.add(builder.add(here, group_floats), count(line))
-                    _ir_prefetch(builder, builder.bitcast(builder.gep(weights, [ahead]), _I8.as_pointer()), locality=2)
-                for line in range(0, TILE_WEIGHT_ROWS * TILE_LANES, FLOATS_PER_LINE) if ask_near else ():
-                    ahead = builder.add(here, count(NEAR_FLOATS + line))
-                    _ir_prefetch(builder, builder.bitcast(builder.gep(weights, [ahead]), _I8.as_pointer()))
-                lanes = [_ir_load(builder, weights, builder.add(here, count(i * TILE_LANES)), _TILE, align=4)
-                         for i in range(TILE_WEIGHT_ROWS)]
-                for j, pointer in enumerate(inputs):
-                    xs = _ir_load(builder, pointer, k, _TILE, align=4)
-                    for i, weight_lanes in enumerate(lanes):
-                        builder.store(_ir_fmuladd(builder, weight_lanes, xs, builder.load(sums[i][j])), sums[i][j])
-            for j in range(n_inputs):  # input row j's TILE_WEIGHT_ROWS outputs are neighbours in y's row
-                outputs = _ir_sums(builder, [builder.load(row[j]) for row in sums])
-                _, first = _ir_address(context, builder, y_type, args[4], [plus(args[3], j), first_output])
-                builder.store(outputs, builder.bitcast(first, outputs.type.as_pointer()), align=4)
+            n_in = builder.sdiv(group_floats, count(TILE_OUTPUTS))
+            vectors = TILE_OUTPUTS // TILE_LANES
+            sums = [[[cgutils.alloca_once(builder, _TILE) for _ in range(vectors)] for _ in range(n_inputs)]
+                    for _ in range(turns)]  # registers
+            for accumulator in (a for turn in sums for row in turn for a in row):
+                builder.store(ir.Constant(_TILE, [0.0] * TILE_LANES), accumulator)
+            with cgutils.for_range(builder, builder.sdiv(n_in, count(turns))) as loop:
+                for turn in range(turns):
+                    k = builder.add(builder.mul(loop.index, count(turns)), count(turn))
+                    here = builder.mul(k, count(TILE_OUTPUTS))  # column k's weights, for the group's outputs
+                    for line in range(0, TILE_OUTPUTS, FLOATS_PER_LINE) if ask_ahead else ():
+                        ask(builder.add(builder.add(here, group_floats), count(line)), 2)
+                    for line in range(0, TILE_OUTPUTS, FLOATS_PER_LINE) if ask_near else ():
+                        ask(builder.add(here, count(NEAR_FLOATS + line)), 3)
+                    weight_lanes = [_ir_load(builder, weights, builder.add(here, count(v * TILE_LANES)), _TILE, align=4)
+                                    for v in range(vectors)]
+                    for j, pointer in enumerate(inputs):
+                        xs = _ir_splat(builder, builder.load(builder.gep(pointer, [k])), _TILE)
+                        for v, lanes in enumerate(weight_lanes):
+                            builder.store(_ir_fmuladd(builder, lanes, xs, builder.load(sums[turn][j][v])), sums[turn][j][v])
+            first_output = builder.mul(args[1], count(TILE_OUTPUTS))
+            for j in range(n_inputs):  # input row j's outputs, as they lie in y's row
+                for v in range(vectors):
+                    outputs = builder.load(sums[0][j][v])
+                    for turn in range(1, turns):
+                        outputs = builder.fadd(outputs, builder.load(sums[turn][j][v]))
+                    _, at = _ir_address(context, builder, y_type, args[4],
+                                        [plus(args[3], j), builder.add(first_output, count(v * TILE_LANES))])
+                    builder.store(outputs, builder.bitcast(at, _TILE.as_pointer()), align=4)
             return context.get_dummy_value()
         return types.void(tiles, group, x, first_input, y), codegen
     return tile
 
 
-_tile_of_inputs = _tile_intrinsic(TILE_INPUT_ROWS, ask_ahead=True)
-_tile_of_4_inputs = _tile_intrinsic(4, ask_ahead=_FEW_ROWS_ASK, ask_near=_FEW_ROWS_ASK)
-_tile_of_2_inputs = _tile_intrinsic(2, ask_ahead=_FEW_ROWS_ASK, ask_near=_FEW_ROWS_ASK)
-_tile_of_1_input = _tile_intrinsic(1, ask_near=_FEW_ROWS_ASK)
+_tile_of_rows = _tile_intrinsic(TILE_INPUTS, ask_ahead=True)
+_tile_of_8_rows = _tile_intrinsic(8, ask_ahead=_FEW_ROWS_ASK, ask_near=_FEW_ROWS_ASK)
+_tile_of_4_rows = _tile_intrinsic(4, ask_ahead=_FEW_ROWS_ASK, ask_near=_FEW_ROWS_ASK)
+_tile_of_2_rows = _tile_intrinsic(2, turns=2, ask_ahead=_FEW_ROWS_ASK, ask_near=_FEW_ROWS_ASK)
+_tile_of_1_row = _tile_intrinsic(1, turns=4, ask_near=_FEW_ROWS_ASK)
+COLUMNS_A_TURN = 4  # the input dimension a multiple of it: every tile's columns split into whole turns
 
 
 def tiles_fit(w: np.ndarray) -> bool:
-    """Whether `_tiled_rows_times_weight` takes W: rows of whole vectors, whole groups of rows."""
-    return w.shape[1] % TILE_LANES == 0 and w.shape[0] % TILE_WEIGHT_ROWS == 0
+    """Whether `_tiled_rows_times_weight` takes W: whole groups of rows, whole turns of columns."""
+    return w.shape[0] % TILE_OUTPUTS == 0 and w.shape[1] % COLUMNS_A_TURN == 0
 
 
 # --- memory for the kernels' own copies of the weights ------------------------------------------------------
@@ -459,8 +477,8 @@ _tiles_of_array = _ByIdentity()
 
 
 def weight_tiles(w: np.ndarray) -> np.ndarray:
-    """W (out, in) regrouped as the tiles read it: group g's row of (in / L) passes, each pass the L columns
-    (TILE_LANES) of its R rows (TILE_WEIGHT_ROWS), one after another. Shape (out / R, R · in); made once."""
+    """W (out, in) regrouped as the tiles read it: group g's row holds its T rows (TILE_OUTPUTS) transposed,
+    column k's T weights at T k. Shape (out / T, T · in); made once."""
     tiles = _tiles_of_array.get(w)
     if tiles is not None:
         return tiles
@@ -472,7 +490,7 @@ def weight_tiles(w: np.ndarray) -> np.ndarray:
     if found is not None and found[0]() is owner:
         tiles = found[1]
     else:
-        tiles = _empty_copy((w.shape[0] // TILE_WEIGHT_ROWS, TILE_WEIGHT_ROWS * w.shape[1]), F32)
+        tiles = _empty_copy((w.shape[0] // TILE_OUTPUTS, TILE_OUTPUTS * w.shape[1]), F32)
         _regroup_in_tiles(w.view(np.ndarray), tiles)  # a memory map as a plain array: numba takes no subclass
         tiles.flags.writeable = False
 
@@ -488,10 +506,9 @@ def weight_tiles(w: np.ndarray) -> np.ndarray:
 @njit(parallel=True, cache=True)
 def _regroup_in_tiles(w, tiles):  # pragma: no cover -- compiled; tested through rows_times_weight
     for group in prange(tiles.shape[0]):
-        for k in range(0, w.shape[1], TILE_LANES):
-            for i in range(TILE_WEIGHT_ROWS):
-                for lane in range(TILE_LANES):
-                    tiles[group, TILE_WEIGHT_ROWS * k + i * TILE_LANES + lane] = w[TILE_WEIGHT_ROWS * group + i, k + lane]
+        for k in range(w.shape[1]):
+            for o in range(TILE_OUTPUTS):
+                tiles[group, TILE_OUTPUTS * k + o] = w[TILE_OUTPUTS * group + o, k]
 
 
 @njit(parallel=True, fastmath=FAST, cache=True)
@@ -499,17 +516,20 @@ def _tiled_rows_times_weight(x, tiles, y):  # pragma: no cover -- compiled; test
     rows = x.shape[0]
     for group in prange(tiles.shape[0]):
         b = 0
-        while b + TILE_INPUT_ROWS <= rows:
-            _tile_of_inputs(tiles, group, x, b, y)
-            b += TILE_INPUT_ROWS
+        while b + TILE_INPUTS <= rows:
+            _tile_of_rows(tiles, group, x, b, y)
+            b += TILE_INPUTS
+        if b + 8 <= rows:
+            _tile_of_8_rows(tiles, group, x, b, y)
+            b += 8
         if b + 4 <= rows:
-            _tile_of_4_inputs(tiles, group, x, b, y)
+            _tile_of_4_rows(tiles, group, x, b, y)
             b += 4
         if b + 2 <= rows:
-            _tile_of_2_inputs(tiles, group, x, b, y)
+            _tile_of_2_rows(tiles, group, x, b, y)
             b += 2
         if b < rows:
-            _tile_of_1_input(tiles, group, x, b, y)
+            _tile_of_1_row(tiles, group, x, b, y)
 
 
 # --- a few rows times a matrix kept in a GGUF format (quantized.py) --------------------------------
@@ -877,54 +897,49 @@ def _dequantize_q4(blocks, with_min, out):  # pragma: no cover -- compiled
                     out[r, kb * 32 + 16 + j] = d * F32(np.int32(byte >> np.uint8(4)) - 8)
 
 
-# A group's row of tiles holds, for each run of TILE_LANES columns from k, its TILE_WEIGHT_ROWS rows' values one
-# row after another: row i's at TILE_WEIGHT_ROWS k + i TILE_LANES. Written so, run by run, each run is one vector
-# store (as element-by-element positions, the dequantization ran at 0.65-0.9 ns a weight on a core).
+# A group's row of tiles holds its TILE_OUTPUTS rows transposed: row o's column k at TILE_OUTPUTS k + o. Written
+# column by column, the group's rows innermost, so that each column's stores are one run (each row's scale, and
+# Q4_1's minimum, converted once a block into a small table first).
 @njit(parallel=True, cache=True)
 def _dequantize_halves_in_tiles(bits, tiles):  # pragma: no cover -- compiled; tested through dequantize_tiles
     for g in prange(tiles.shape[0]):
-        for i in range(TILE_WEIGHT_ROWS):
-            r = g * TILE_WEIGHT_ROWS + i
-            for k in range(0, bits.shape[1], TILE_LANES):
-                at = TILE_WEIGHT_ROWS * k + i * TILE_LANES
-                for lane in range(TILE_LANES):
-                    tiles[g, at + lane] = _half(bits[r, k + lane])
+        for k in range(bits.shape[1]):
+            for o in range(TILE_OUTPUTS):
+                tiles[g, TILE_OUTPUTS * k + o] = _half(bits[g * TILE_OUTPUTS + o, k])
 
 
 @njit(parallel=True, cache=True)
 def _dequantize_q8_0_in_tiles(blocks, signed, tiles):  # pragma: no cover -- compiled; tested through dequantize_tiles
     for g in prange(tiles.shape[0]):
-        for i in range(TILE_WEIGHT_ROWS):
-            r = g * TILE_WEIGHT_ROWS + i
-            for kb in range(blocks.shape[1]):
-                d = _block_half(blocks, r, kb, 0)
-                for h in range(0, 32, TILE_LANES):
-                    at = TILE_WEIGHT_ROWS * (kb * 32 + h) + i * TILE_LANES
-                    for lane in range(TILE_LANES):
-                        tiles[g, at + lane] = F32(signed[r, kb, 2 + h + lane]) * d
+        first = g * TILE_OUTPUTS
+        scales = np.empty(TILE_OUTPUTS, dtype=F32)
+        for kb in range(blocks.shape[1]):
+            for o in range(TILE_OUTPUTS):
+                scales[o] = _block_half(blocks, first + o, kb, 0)
+            for h in range(32):
+                at = TILE_OUTPUTS * (kb * 32 + h)
+                for o in range(TILE_OUTPUTS):
+                    tiles[g, at + o] = F32(signed[first + o, kb, 2 + h]) * scales[o]
 
 
 @njit(parallel=True, cache=True)
 def _dequantize_q4_in_tiles(blocks, with_min, tiles):  # pragma: no cover -- compiled; tested through dequantize_tiles
-    first = 4 if with_min else 2
+    quants = 4 if with_min else 2
     for g in prange(tiles.shape[0]):
-        for i in range(TILE_WEIGHT_ROWS):
-            r = g * TILE_WEIGHT_ROWS + i
-            for kb in range(blocks.shape[1]):
-                d = _block_half(blocks, r, kb, 0)
-                m = _block_half(blocks, r, kb, 2) if with_min else F32(0)
-                for h in range(0, 16, TILE_LANES):  # columns h.. in the low nibbles, 16 + h.. in the high ones
-                    low_at = TILE_WEIGHT_ROWS * (kb * 32 + h) + i * TILE_LANES
-                    high_at = TILE_WEIGHT_ROWS * (kb * 32 + 16 + h) + i * TILE_LANES
-                    for lane in range(TILE_LANES):  # as _dequantize_q4: d q + m, or d (q - 8)
-                        byte = blocks[r, kb, first + h + lane]
-                        low, high = np.int32(byte & np.uint8(15)), np.int32(byte >> np.uint8(4))
-                        if with_min:
-                            tiles[g, low_at + lane] = d * F32(low) + m
-                            tiles[g, high_at + lane] = d * F32(high) + m
-                        else:
-                            tiles[g, low_at + lane] = d * F32(low - 8)
-                            tiles[g, high_at + lane] = d * F32(high - 8)
+        first = g * TILE_OUTPUTS
+        scales = np.empty(TILE_OUTPUTS, dtype=F32)
+        offsets = np.empty(TILE_OUTPUTS, dtype=F32)  # as _dequantize_q4: d q + m, or d q - 8 d
+        for kb in range(blocks.shape[1]):
+            for o in range(TILE_OUTPUTS):
+                d = _block_half(blocks, first + o, kb, 0)
+                scales[o] = d
+                offsets[o] = _block_half(blocks, first + o, kb, 2) if with_min else F32(-8) * d
+            for h in range(16):  # column h in the low nibbles, 16 + h in the high ones
+                low_at, high_at = TILE_OUTPUTS * (kb * 32 + h), TILE_OUTPUTS * (kb * 32 + 16 + h)
+                for o in range(TILE_OUTPUTS):
+                    byte = blocks[first + o, kb, quants + h]
+                    tiles[g, low_at + o] = scales[o] * F32(byte & np.uint8(15)) + offsets[o]
+                    tiles[g, high_at + o] = scales[o] * F32(byte >> np.uint8(4)) + offsets[o]
 
 
 # --- one new token attending over its cache, for several sequences --------------------------------
@@ -1087,7 +1102,7 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, thr
 
 
 # --- a prompt's queries attending over their keys (prefill, a chunk of a prompt) ----------------------------
-# Block by block, as FlashAttention does: a panel of TILE_INPUT_ROWS query rows (one KV head's query heads, token
+# Block by block, as FlashAttention does: a panel of PANEL_QUERY_ROWS query rows (one KV head's query heads, token
 # after token) takes KEY_BLOCK keys at a time: their scores (one register-blocked product over the head
 # dimension), the running softmax (each row's maximum so far, and its sum of numerators), and their values
 # mixed into the panel's outputs (a second product over the block's keys). The scores never leave the L1 cache,
@@ -1220,14 +1235,14 @@ def _panel_product_intrinsic(n_rows, n_vectors, numerators, masked=True):
     return product
 
 
-_block_numerators = _panel_product_intrinsic(TILE_INPUT_ROWS, KEY_BLOCK // TILE_LANES, numerators=True)
+_block_numerators = _panel_product_intrinsic(PANEL_QUERY_ROWS, KEY_BLOCK // TILE_LANES, numerators=True)
 # A block every row of the panel sees whole (all but a panel's last): no mask to compute.
-_whole_block_numerators = _panel_product_intrinsic(TILE_INPUT_ROWS, KEY_BLOCK // TILE_LANES, numerators=True,
+_whole_block_numerators = _panel_product_intrinsic(PANEL_QUERY_ROWS, KEY_BLOCK // TILE_LANES, numerators=True,
                                                    masked=False)
 # The values' product, four vectors of the head dimension at a time (SmolLM2's 64 is four with AVX-512, eight with
 # AVX2), and what is left of another head dimension one vector at a time.
-_mix_4_vectors = _panel_product_intrinsic(TILE_INPUT_ROWS, 4, numerators=False)
-_mix_1_vector = _panel_product_intrinsic(TILE_INPUT_ROWS, 1, numerators=False)
+_mix_4_vectors = _panel_product_intrinsic(PANEL_QUERY_ROWS, 4, numerators=False)
+_mix_1_vector = _panel_product_intrinsic(PANEL_QUERY_ROWS, 1, numerators=False)
 
 
 def attends(q: np.ndarray, keys: np.ndarray) -> bool:
@@ -1263,25 +1278,25 @@ def _prompt_attention(q, transposed, values, scale, threads, out):  # pragma: no
     rep = heads // kv_heads
     past = lk - tq  # keys before the first query
     rows = tq * rep  # a KV head's query rows, token after token, its `rep` query heads each
-    panels = (rows + TILE_INPUT_ROWS - 1) // TILE_INPUT_ROWS
+    panels = (rows + PANEL_QUERY_ROWS - 1) // PANEL_QUERY_ROWS
     jobs = kv_heads * panels
     # Each core takes every `threads`-th job, panel after panel, so each gets as many late (long, causal)
     # panels as early ones; its scratch is made once, not for each job (a 64-token prompt's panel computes
     # in about a microsecond, its eight arrays took as long to allocate).
     for worker in prange(threads):
-        queries = np.empty((TILE_INPUT_ROWS, hd), dtype=F32)
-        limits = np.empty(TILE_INPUT_ROWS, dtype=np.int64)  # row r sees keys 0 .. limits[r] - 1
-        visible = np.empty(TILE_INPUT_ROWS, dtype=np.int64)  # of a block's keys, the first visible[r]
-        numerators = np.empty((TILE_INPUT_ROWS, KEY_BLOCK), dtype=F32)  # a block's exp(score - highest)
-        highest = np.empty(TILE_INPUT_ROWS, dtype=F32)  # each row's largest score so far
-        sums = np.empty(TILE_INPUT_ROWS, dtype=F32)  # its numerators' sum
-        block_sums = np.empty(TILE_INPUT_ROWS, dtype=F32)
-        shrink = np.empty(TILE_INPUT_ROWS, dtype=F32)
-        mixed = np.empty((TILE_INPUT_ROWS, hd), dtype=F32)  # Σ numerator · value
+        queries = np.empty((PANEL_QUERY_ROWS, hd), dtype=F32)
+        limits = np.empty(PANEL_QUERY_ROWS, dtype=np.int64)  # row r sees keys 0 .. limits[r] - 1
+        visible = np.empty(PANEL_QUERY_ROWS, dtype=np.int64)  # of a block's keys, the first visible[r]
+        numerators = np.empty((PANEL_QUERY_ROWS, KEY_BLOCK), dtype=F32)  # a block's exp(score - highest)
+        highest = np.empty(PANEL_QUERY_ROWS, dtype=F32)  # each row's largest score so far
+        sums = np.empty(PANEL_QUERY_ROWS, dtype=F32)  # its numerators' sum
+        block_sums = np.empty(PANEL_QUERY_ROWS, dtype=F32)
+        shrink = np.empty(PANEL_QUERY_ROWS, dtype=F32)
+        mixed = np.empty((PANEL_QUERY_ROWS, hd), dtype=F32)  # Σ numerator · value
         for job in range(worker, jobs, threads):
             g, panel = job % kv_heads, job // kv_heads
-            first_row = panel * TILE_INPUT_ROWS
-            n = min(TILE_INPUT_ROWS, rows - first_row)
+            first_row = panel * PANEL_QUERY_ROWS
+            n = min(PANEL_QUERY_ROWS, rows - first_row)
             queries[:] = 0
             limits[:] = 0  # rows past the last query see no key: their numerators are 0
             highest[:] = -np.inf
@@ -1294,7 +1309,7 @@ def _prompt_attention(q, transposed, values, scale, threads, out):  # pragma: no
                 limits[r] = past + t + 1
             end = limits[n - 1]
             for first_key in range(0, end, KEY_BLOCK):
-                for r in range(TILE_INPUT_ROWS):
+                for r in range(PANEL_QUERY_ROWS):
                     visible[r] = limits[r] - first_key
                 block = transposed[g, first_key // KEY_BLOCK]
                 if limits[0] - first_key >= KEY_BLOCK:

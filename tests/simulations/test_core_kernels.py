@@ -141,8 +141,8 @@ def test_linear_uses_the_kernel_for_any_rows_its_tiles_fit_and_blas_for_many_row
     calls = []
     real = kernels.rows_times_weight
     monkeypatch.setattr(kernels, "rows_times_weight", lambda x, w: calls.append(x.shape) or real(x, w))
-    tiled = np.ones((8, 2 * kernels.TILE_LANES), dtype=np.float32)  # whole vectors, whole groups of rows
-    other = np.ones((8, 4), dtype=np.float32)
+    tiled = np.ones((kernels.TILE_OUTPUTS, 8), dtype=np.float32)  # whole groups of rows, whole turns of columns
+    other = np.ones((8, 4), dtype=np.float32)  # fewer rows than a group
     M.linear(np.ones((3 * kernels.MAX_KERNEL_ROWS + 1, tiled.shape[1]), dtype=np.float32), tiled)  # a prompt's rows
     M.linear(np.ones((kernels.MAX_KERNEL_ROWS, 4), dtype=np.float32), other)
     M.linear(np.ones((kernels.MAX_KERNEL_ROWS + 1, 4), dtype=np.float32), other)  # BLAS
@@ -283,8 +283,8 @@ def test_the_kernel_tests_pass_with_the_work_split_over_two_threads():
 
 @pytest.mark.slow
 def test_the_products_equal_numpy_when_compiled_for_a_cpu_without_avx512():
-    """Without AVX-512 (the AMD build hosts) the tiled products use 8-float vectors and 3 input rows a tile, not
-    16 and 6, and the GGUF blocks four 8-float vectors, not two of 16: the product tests of this file and of the
+    """Without AVX-512 the tiled products use 8-float vectors and 6 input rows a tile, not 16 and 12 (a prompt's
+    attention panels 3 query rows, not 6), and the GGUF blocks four 8-float vectors, not two of 16: the product tests of this file and of the
     formats' run again as compiled for such a CPU (Haswell's AVX2)."""
     env = {**os.environ, "NUMBA_CPU_NAME": "haswell"}
     env.pop("NUMBA_CPU_FEATURES", None)
