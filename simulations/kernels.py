@@ -1282,7 +1282,10 @@ def _prompt_attention(q, transposed, values, scale, threads, out):  # pragma: no
     jobs = kv_heads * panels
     # Each core takes every `threads`-th job, panel after panel, so each gets as many late (long, causal)
     # panels as early ones; its scratch is made once, not for each job (a 64-token prompt's panel computes
-    # in about a microsecond, its eight arrays took as long to allocate).
+    # in about a microsecond, its eight arrays took as long to allocate). The jobs go KV head by KV head, so the
+    # cores work on one head's keys and values at a time (1 MiB at 2048 tokens, within a core's L2 cache); taken
+    # head after head in turn, each core's panels read all three heads' (3 MiB), and on an Intel Xeon a layer at
+    # 2048 tokens took 26.0 ms against 21.3 (1024 tokens: 5.22 against 5.15).
     for worker in prange(threads):
         queries = np.empty((PANEL_QUERY_ROWS, hd), dtype=F32)
         limits = np.empty(PANEL_QUERY_ROWS, dtype=np.int64)  # row r sees keys 0 .. limits[r] - 1
@@ -1294,7 +1297,7 @@ def _prompt_attention(q, transposed, values, scale, threads, out):  # pragma: no
         shrink = np.empty(PANEL_QUERY_ROWS, dtype=F32)
         mixed = np.empty((PANEL_QUERY_ROWS, hd), dtype=F32)  # Σ numerator · value
         for job in range(worker, jobs, threads):
-            g, panel = job % kv_heads, job // kv_heads
+            g, panel = job // panels, job % panels
             first_row = panel * PANEL_QUERY_ROWS
             n = min(PANEL_QUERY_ROWS, rows - first_row)
             queries[:] = 0
