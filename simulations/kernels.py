@@ -259,13 +259,6 @@ def _prefetch(typingctx, array, row, column):
     return types.void(array, row, column), codegen
 
 
-def _ir_dot(builder, qs, xs):  # Σ q_i · x_i over vectors: one product, then fused multiply-adds
-    total = builder.fmul(qs[0], xs[0])
-    for q, x in zip(qs[1:], xs[1:], strict=True):
-        total = _ir_fmuladd(builder, q, x, total)
-    return total
-
-
 # --- rows times a float32 weight matrix -----------------------------------------------------------------------
 # A GEMM micro-kernel's register blocking: a tile of TILE_OUTPUTS outputs (the lanes of two vectors as wide as the
 # CPU's: 16 floats with AVX-512, else 8) times up to TILE_INPUTS input rows, a pass over the input dimension. At each
@@ -410,7 +403,7 @@ def tiles_fit(w: np.ndarray) -> bool:
 
 
 # --- memory for the kernels' own copies of the weights ------------------------------------------------------
-# The copies the kernels read (`weight_tiles`, `split_rows`) are carved from anonymous mappings the operating
+# The copies the kernels read (`weight_tiles`, `halves_copy`, `interleaved_blocks`) are carved from anonymous mappings the operating
 # system is asked to back with 2 MiB pages (madvise MADV_HUGEPAGE), a chunk of them at a time. Allocated one by
 # one, most of a model's copies landed in 4 KiB pages (numpy asks for huge pages from 4 MiB on; most matrices are
 # smaller, and an allocation's first and last partial 2 MiB never get one). In the same rounds a plain read of
@@ -533,70 +526,82 @@ def _tiled_rows_times_weight(x, tiles, y):  # pragma: no cover -- compiled; test
 
 
 # --- a few rows times a matrix kept in a GGUF format (quantized.py) --------------------------------
-# Each kernel reads the format's bytes, a row at a time, and dequantizes in registers: a step reads the
-# format's bytes (block scales included), never a float32 copy. Parallel over output rows. F16 rows are read as
-# stored; Q8_0 and Q4 rows from a copy with each row's block parts gathered (`split_rows`: its scales, Q4_1's
-# minimums, then its quants), as llama.cpp's CPU backend repacks Q4_0 for its kernels: 16 blocks' scales then
-# take one vector conversion, and their m · Σx terms one multiply-add, where each block had converted its own
-# scale (and minimum) and added its own term. The Q4_1 model's products for 1 / 8 users, interleaved against
-# the blocks as stored: 6.22 -> 5.99 and 36.2 -> 31.0 ms (its layers alone, 1 user: 4.1-4.5 -> 3.8-3.9); Q8_0's
-# and F16's the same (benchmarks/README.md).
-#
-# Q8_0 and Q4 are written in LLVM's vector instructions, through numba's `intrinsic` (below), not as numba
-# loops: numba vectorised a loop over a block's 32 weights, but each block then ended in a horizontal sum and
-# its scale, and a one-user step's Q8_0 products ran at 11-12 GB/s, its Q4_1 ones at 4. Here a block's
-# products stay eight lanes wide until its scale multiplies them into a vector accumulator; three blocks a pass,
-# each with its own accumulator (one alone waited on its latency: 11.6 against 6.9 cycles a block in cache);
-# and each pass asks for the bytes 2 KiB ahead (LLVM's `prefetch`), without which, with the arithmetic
-# between its loads, a core's stream stayed at 8-9 GB/s. F16 rows go the same way, 32 halves at a time. A one-user
-# step's products, interleaved with the numba loops: Q8_0's 121 matrices 12.2 -> 7.5 ms, Q4_1's layers 17.9 ->
-# 5.6, F16's 121 matrices 16.2 -> 12.1 (benchmarks/README.md).
+# Each kernel reads the format's bytes and dequantizes in registers: a step reads the format's bytes (block
+# scales included), never a float32 copy. Each reads its own copy of the matrix, on huge pages (`_empty_copy`).
+# F16 rows as stored (a format the model file does not hold comes from the per-user cache as a memory map, in 4
+# KiB pages: on an Intel Xeon a one-user step's F16 products read the map at 19.3 GB/s and the copy at 22.9),
+# a row at a time, 32 halves a block. Q8_0 and Q4 as GGUF's blocks of TILE_LANES rows at a time, interleaved
+# (`interleaved_blocks`, as llama.cpp's CPU backend repacks Q4_0 for its kernels): for each block column, the
+# rows' scales d (and Q4_1's minimums m), then their quants byte by byte, each byte of the block's rows together.
+# The outputs are then the lanes, as in the float32 tiles: a block column's quant byte i of the TILE_LANES rows
+# is one vector, multiplied by x's element i (broadcast) into the column's partial sums, which its TILE_LANES
+# scales multiply once (one vector) and Q4's m · Σx terms join once; no per-row adding-up across lanes and no
+# per-block broadcast of a scale. Where each row's blocks lay together (the rows split, scales, then quants: the
+# eleventh session's layout), a block took about nine vector instructions and a row ended in a tree of sums: in
+# cache, one core of an Intel Xeon, Q4_1 1.71 -> 1.21 ns a block, Q8_0 1.65 -> 1.13. Streaming a one-user step's
+# matrices there, each column asks for its bytes 4 KiB ahead into the L2 cache and 1 KiB ahead into the L1 (2
+# KiB into the L1 alone: Q8_0 1.38 times the time of the old layout; without asking, 1.6): Q4_1's products 5.58
+# -> 5.00 ms, Q8_0's 6.90 -> 6.50 (benchmarks/README.md). A matrix whose rows do not fill the last group gets
+# zero rows (scales 0) to fill it, and the product drops their outputs.
 
 def rows_times_blocks(x: np.ndarray, w) -> np.ndarray:
     """x @ W.T for x (rows, in) float32 and a `quantized.QuantizedWeight` W: every block read once for all rows."""
     x = np.ascontiguousarray(x, dtype=F32)
-    y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
-    if w.format == "f16" and w.shape[1] % 32 == 0:  # rows of halves, taken 32 at a time as if they were blocks
-        _rows_times_halves(x, split_rows(w).reshape(w.blocks.shape), y)
-        return y
     if w.format == "f16":
-        _rows_times_f16(x, w.data.view(np.uint16), y)
-        return y
-    rows = split_rows(w)
-    if w.format == "q8_0":
-        _rows_times_q8_0(x, rows, y)
-    elif w.format == "q4_1":
-        _rows_times_q4_1(x, rows, y)
-    else:
-        _rows_times_q4_0(x, rows, y)
-    return y
-
-
-# Each matrix's rows as the kernels read them (`split_rows`), made on its first product and kept while the
-# QuantizedWeight lives. F16's are its rows as stored, copied all the same: a format not in the model file
-# comes from the per-user cache as a memory map, in 4 KiB pages, and on an Intel Xeon a one-user step's F16
-# products read the map at 19.3 GB/s and the copy, on huge pages, at 22.9 (13.9 -> 11.8 ms, interleaved).
-_split_rows = _ByIdentity()
-
-
-def split_rows(w) -> np.ndarray:
-    """A QuantizedWeight's rows in the kernels' own copy (on huge pages, `_empty_copy`). Q8_0 / Q4_0 / Q4_1:
-    their blocks' parts gathered, per row the n blocks' f16 scales d (2n bytes), for Q4_1 then their f16
-    minimums m (2n bytes), then their quants (32 or 16 bytes each), block after block: the same bytes as GGUF's
-    rows, in another order. F16: its rows as stored. uint8 (out, n · block bytes)."""
-    rows = _split_rows.get(w)
-    if rows is None:
-        blocks = w.blocks
-        if w.format == "f16":
-            parts = [blocks]
+        y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
+        if w.shape[1] % 32 == 0:  # rows of halves, taken 32 at a time as if they were blocks
+            _rows_times_halves(x, halves_copy(w), y)
         else:
-            parts = [blocks[:, :, :2]] + ([blocks[:, :, 2:4]] if w.format == "q4_1" else []) + [blocks[:, :, _QUANTS_AT[w.format]:]]
-        parts = [part.reshape(blocks.shape[0], -1) for part in parts]
-        rows = _empty_copy((blocks.shape[0], blocks.shape[1] * blocks.shape[2]), np.uint8)
-        np.concatenate(parts, axis=1, out=rows)
-        rows.flags.writeable = False
-        _split_rows.put(w, rows)
-    return rows
+            _rows_times_f16(x, w.data.view(np.uint16), y)
+        return y
+    groups = interleaved_blocks(w)
+    y = np.empty((x.shape[0], groups.shape[0] * TILE_LANES), dtype=F32)
+    {"q8_0": _rows_times_q8_0_groups, "q4_0": _rows_times_q4_0_groups, "q4_1": _rows_times_q4_1_groups}[w.format](
+        x, groups, y)
+    return y if y.shape[1] == w.shape[0] else np.ascontiguousarray(y[:, :w.shape[0]])
+
+
+# The kernels' copies of a QuantizedWeight, made on its first product and kept while it lives.
+_halves_copies = _ByIdentity()
+_interleaved = _ByIdentity()
+
+
+def halves_copy(w) -> np.ndarray:
+    """An F16 QuantizedWeight's rows as stored, 32 halves a block, in the kernels' copy: (out, in / 32, 64) uint8."""
+    copy = _halves_copies.get(w)
+    if copy is None:
+        blocks = w.blocks
+        copy = _empty_copy((blocks.shape[0], blocks.shape[1] * blocks.shape[2]), np.uint8).reshape(blocks.shape)
+        copy[:] = blocks
+        copy.flags.writeable = False
+        _halves_copies.put(w, copy)
+    return copy
+
+
+GROUP_SCALES_AT = {"q8_0": 1, "q4_0": 1, "q4_1": 2}  # f16 vectors of the rows' scales (and minimums) a column begins with
+
+
+def interleaved_blocks(w) -> np.ndarray:
+    """A Q8_0 / Q4_0 / Q4_1 QuantizedWeight in groups of L = TILE_LANES rows (the last filled with zero rows): per
+    group, block column after block column, the L rows' f16 scales d (2L bytes), for Q4_1 their f16 minimums m
+    (2L bytes), then their quants, byte i of every row's block together (L bytes, for each of the block's 32 or 16
+    quant bytes). The same bytes as GGUF's rows, in another order: uint8 (groups, blocks · column bytes)."""
+    groups = _interleaved.get(w)
+    if groups is None:
+        blocks = w.blocks
+        out, n_blocks, block_bytes = blocks.shape
+        n_groups = -(-out // TILE_LANES)
+        padded = np.zeros((n_groups * TILE_LANES, n_blocks, block_bytes), dtype=np.uint8)
+        padded[:out] = blocks
+        by_byte = padded.reshape(n_groups, TILE_LANES, n_blocks, block_bytes).transpose(0, 2, 3, 1)  # g, kb, byte, row
+        halves = 2 * GROUP_SCALES_AT[w.format]
+        scales = by_byte[:, :, :halves].reshape(n_groups, n_blocks, halves // 2, 2, TILE_LANES).transpose(0, 1, 2, 4, 3)
+        parts = [scales.reshape(n_groups, n_blocks, -1), by_byte[:, :, halves:].reshape(n_groups, n_blocks, -1)]
+        groups = _empty_copy((n_groups, n_blocks * block_bytes * TILE_LANES), np.uint8)
+        np.concatenate(parts, axis=2, out=groups.reshape(n_groups, n_blocks, -1))
+        groups.flags.writeable = False
+        _interleaved.put(w, groups)
+    return groups
 
 
 def dequantize_rows(w, start: int, stop: int) -> np.ndarray:
@@ -647,39 +652,16 @@ def _rows_times_f16(x, h, y):  # pragma: no cover -- compiled
             y[b, r] = s
 
 
-# A block's 32 weights are taken a vector at a time, as wide as the CPU's (`TILE_LANES`): two vectors of 16 with
-# AVX-512, four of 8 without; a row's lanes are added up as a tree at the end. A step's products for one user on
-# a machine with AVX-512, interleaved against eight lanes added up in order: Q8_0 3.81 -> 3.38 ms, Q4_1 4.32 ->
-# 3.87, F16 5.57 -> 5.18; compiled for AVX2 on the same machine, no slower (3.84 -> 3.82, 4.31 -> 4.23). Four rows
-# a pass sharing each block's inputs, or two blocks a pass, were no faster: with 16-float vectors a block takes
-# nine 16-float operations (widen, mask, shift, two conversions, three multiply-adds, the scale's broadcast),
-# and only two of the core's ports take such vectors (the Q4_1 layers: about 7 cycles a block).
+# An F16 row's 32 halves a block are taken a vector at a time, as wide as the CPU's (`TILE_LANES`): two vectors of
+# 16 with AVX-512, four of 8 without, BLOCKS_A_PASS blocks a pass, each into its own accumulator; the row's lanes
+# are added up as a tree at the end.
 _BLOCK_LANES = TILE_LANES
 _BLOCK_VECTOR = ir.VectorType(_F32, _BLOCK_LANES)
-_BLOCK_WORDS = ir.VectorType(_I32, _BLOCK_LANES)
 _VECTORS_A_BLOCK = 32 // _BLOCK_LANES
 
 
 def _block_xs(builder, xs):  # the block's 32 inputs, a vector at a time
     return [_ir_load(builder, xs, _BLOCK_LANES * i, _BLOCK_VECTOR) for i in range(_VECTORS_A_BLOCK)]
-
-
-def _q8_quants_dot(builder, quants, xs):
-    """q · x over one block's 32 int8 quants, as a vector of partial sums."""
-    qs = [builder.sitofp(_ir_load(builder, quants, _BLOCK_LANES * i, ir.VectorType(_I8, _BLOCK_LANES)), _BLOCK_VECTOR)
-          for i in range(_VECTORS_A_BLOCK)]
-    return _ir_dot(builder, qs, _block_xs(builder, xs))
-
-
-def _q4_quants_dot(builder, quants, xs):
-    """q · x over one block's 16 bytes: weights 0-15 in their low nibbles, 16-31 in their high ones."""
-    # A vector's worth of bytes at a time widened to 32-bit lanes, then split into nibbles there (x86 shifts no
-    # bytes; split as bytes, the step's Q4_1 products took 8.7 ms against 7.6).
-    words = [builder.zext(_ir_load(builder, quants, _BLOCK_LANES * i, ir.VectorType(_I8, _BLOCK_LANES)), _BLOCK_WORDS)
-             for i in range(_VECTORS_A_BLOCK // 2)]
-    nibbles = ([builder.and_(word, ir.Constant(_BLOCK_WORDS, [15] * _BLOCK_LANES)) for word in words]
-               + [builder.lshr(word, ir.Constant(_BLOCK_WORDS, [4] * _BLOCK_LANES)) for word in words])
-    return _ir_dot(builder, [builder.sitofp(q, _BLOCK_VECTOR) for q in nibbles], _block_xs(builder, xs))
 
 
 @intrinsic
@@ -727,97 +709,86 @@ def _halves_row_dot(typingctx, halves, row, x, x_row):
     return types.float32(halves, row, x, x_row), codegen
 
 
-_QUANTS_AT = {"q8_0": 2, "q4_0": 2, "q4_1": 4}  # where a GGUF block's quants start: after d (and Q4_1's m)
-SCALES_AT_ONCE = 16  # blocks whose f16 scales one vector conversion takes
+GROUP_FAR_BYTES = 4096  # how far ahead a block column asks for its bytes into the L2 cache
+GROUP_NEAR_BYTES = 1024  # and into the L1
+PARTIAL_SUMS = 4  # a column's partial sums, taken in turn by its products (one would wait on each one's latency)
 
 
-def _split_row_dot_intrinsic(fmt):
-    """A numba intrinsic row_dot(rows, r, x, b, x_sums) -> float32: row r of a Q matrix's `split_rows` times row b
-    of x (rows, in; float32, each row contiguous): Σ over blocks of d · (q · x) + m · Σx, with Q4_0's m = −8 d and
-    Q8_0's none. x_sums (rows, in / 32 float32): each block's Σx (read for the Q4 formats only)."""
-    quant_bytes, with_min, quants_dot = {"q8_0": (32, False, _q8_quants_dot), "q4_0": (16, False, _q4_quants_dot),
-                                         "q4_1": (16, True, _q4_quants_dot)}[fmt]
-    offset = fmt != "q8_0"  # the formats with an m · Σx term
-    block_bytes = _QUANTS_AT[fmt] + quant_bytes
-    scales_type = ir.VectorType(_F32, SCALES_AT_ONCE)
+def _group_dot_intrinsic(fmt):
+    """A numba intrinsic group_dot(groups, g, x, b, x_sums, y): y[b, L g + o] = row L g + o of a Q matrix's
+    `interleaved_blocks` times row b of x (rows, in; float32, each row contiguous), for o < L (TILE_LANES):
+    Σ over block columns of d · (q · x) + m · Σx, with Q4_0's m = −8 d and Q8_0's none. x_sums (rows, in / 32
+    float32): each block's Σx (read for the Q4 formats only)."""
+    four_bits = fmt != "q8_0"
+    scale_vectors = GROUP_SCALES_AT[fmt]
+    column_bytes = TILE_LANES * (2 * scale_vectors + (16 if four_bits else 32))
+    lanes = ir.VectorType(_I8, TILE_LANES)
+    words = ir.VectorType(_I32, TILE_LANES)
 
     @intrinsic
-    def row_dot(typingctx, rows, row, x, x_row, x_sums):
+    def group_dot(typingctx, groups, group, x, x_row, x_sums, y):
         def codegen(context, builder, signature, args):
-            rows_type, _, x_type, _, sums_type = signature.args
+            groups_type, _, x_type, _, sums_type, y_type = signature.args
             zero = context.get_constant(types.intp, 0)
-            rows_array, row_start = _ir_address(context, builder, rows_type, args[0], [args[1], zero])
+            groups_array, start = _ir_address(context, builder, groups_type, args[0], [args[1], zero])
             _, x_start = _ir_address(context, builder, x_type, args[2], [args[3], zero])
             _, sums_start = _ir_address(context, builder, sums_type, args[4], [args[3], zero])
-            row_start = builder.bitcast(row_start, _I8.as_pointer())
-            x_start = builder.bitcast(x_start, _F32.as_pointer())
-            sums_start = builder.bitcast(sums_start, _F32.as_pointer())
-            row_bytes = cgutils.unpack_tuple(builder, rows_array.shape)[1]
-            count = lambda value: ir.Constant(row_bytes.type, value)  # noqa: E731
-            n_blocks = builder.sdiv(row_bytes, count(block_bytes))
-            mins = builder.gep(row_start, [builder.mul(n_blocks, count(2))])
-            quants = builder.gep(row_start, [builder.mul(n_blocks, count(_QUANTS_AT[fmt]))])
+            start = builder.bitcast(start, _I8.as_pointer())
+            group_bytes = cgutils.unpack_tuple(builder, groups_array.shape)[1]
+            count = lambda value: ir.Constant(group_bytes.type, value)  # noqa: E731
+            totals = cgutils.alloca_once(builder, _TILE)  # Σ d · (q · x), a lane an output row: a register
+            offsets = cgutils.alloca_once(builder, _TILE)  # Σ m · Σx
+            for accumulator in (totals, offsets):
+                builder.store(ir.Constant(_TILE, [0.0] * TILE_LANES), accumulator)
 
-            # Stack slots, which LLVM turns into registers: vector sums of d · (q · x), and of m · Σx.
-            accumulators = [cgutils.alloca_once(builder, _BLOCK_VECTOR) for _ in range(BLOCKS_A_PASS)]
-            for accumulator in accumulators:
-                builder.store(ir.Constant(_BLOCK_VECTOR, [0.0] * _BLOCK_LANES), accumulator)
-            offsets = cgutils.alloca_once(builder, scales_type)
-            builder.store(ir.Constant(scales_type, [0.0] * SCALES_AT_ONCE), offsets)
+            def halves(pointer):  # TILE_LANES f16 values, as float32
+                return builder.fpext(builder.load(builder.bitcast(pointer, ir.VectorType(ir.HalfType(), TILE_LANES)
+                                                                  .as_pointer()), align=1), _TILE)
 
-            def halves(start, first, n):  # n f16 values from byte 2 · first on, as float32
-                pointer = builder.bitcast(builder.gep(start, [builder.mul(first, count(2))]),
-                                          ir.VectorType(ir.HalfType(), n).as_pointer())
-                return builder.fpext(builder.load(pointer, align=1), ir.VectorType(_F32, n))
+            with cgutils.for_range(builder, builder.sdiv(group_bytes, count(column_bytes))) as loop:
+                column = builder.gep(start, [builder.mul(loop.index, count(column_bytes))])
+                for line in range(0, column_bytes, 64):
+                    _ir_prefetch(builder, builder.gep(column, [count(GROUP_FAR_BYTES + line)]), locality=2)
+                    _ir_prefetch(builder, builder.gep(column, [count(GROUP_NEAR_BYTES + line)]))
+                xs = builder.gep(x_start, [builder.mul(loop.index, count(32))])
+                quants = builder.gep(column, [count(2 * TILE_LANES * scale_vectors)])
+                partials = [None] * PARTIAL_SUMS
 
-            def add_block(index, d, accumulator):
-                total = quants_dot(builder, builder.gep(quants, [builder.mul(index, count(quant_bytes))]),
-                                   builder.gep(x_start, [builder.mul(index, count(32))]))
-                builder.store(_ir_fmuladd(builder, _ir_splat(builder, d, _BLOCK_VECTOR), total,
-                                          builder.load(accumulator)), accumulator)
+                def add(q, k):  # partial sums += q · x[k]
+                    x_k = _ir_splat(builder, builder.load(builder.gep(xs, [count(k)])), _TILE)
+                    slot = k % PARTIAL_SUMS
+                    partials[slot] = (builder.fmul(q, x_k) if partials[slot] is None
+                                      else _ir_fmuladd(builder, q, x_k, partials[slot]))
 
-            def add_offsets(first, n, ds):  # offsets[:n] += m · Σx for n blocks from `first`
-                ms = halves(mins, first, n) if with_min else builder.fmul(ds, ir.Constant(ds.type, [-8.0] * n))
-                sums = builder.load(builder.bitcast(builder.gep(sums_start, [first]), ds.type.as_pointer()), align=4)
-                if n < SCALES_AT_ONCE:  # widen to the accumulator's lanes (the others add 0 · 0)
-                    widen = ir.Constant(ir.VectorType(_I32, SCALES_AT_ONCE), [min(i, n) for i in range(SCALES_AT_ONCE)])
-                    zeros = ir.Constant(ds.type, [0.0] * n)
-                    ms, sums = (builder.shuffle_vector(v, zeros, widen) for v in (ms, sums))
-                builder.store(_ir_fmuladd(builder, ms, sums, builder.load(offsets)), offsets)
-
-            with cgutils.for_range(builder, builder.sdiv(n_blocks, count(SCALES_AT_ONCE))) as loop:
-                first = builder.mul(loop.index, count(SCALES_AT_ONCE))
-                ds = halves(row_start, first, SCALES_AT_ONCE)  # one conversion for the 16 blocks' scales
-                if offset:
-                    add_offsets(first, SCALES_AT_ONCE, ds)
-                ahead = builder.gep(quants, [builder.add(builder.mul(first, count(quant_bytes)), count(PREFETCH_BYTES))])
-                for line in range(0, SCALES_AT_ONCE * quant_bytes, 64):
-                    _ir_prefetch(builder, builder.gep(ahead, [ir.Constant(_I32, line)]))
-                for i in range(SCALES_AT_ONCE):
-                    add_block(builder.add(first, count(i)), builder.extract_element(ds, ir.Constant(_I32, i)),
-                              accumulators[i % BLOCKS_A_PASS])
-            done = builder.mul(builder.sdiv(n_blocks, count(SCALES_AT_ONCE)), count(SCALES_AT_ONCE))
-            with cgutils.for_range(builder, builder.sub(n_blocks, done)) as loop:  # the blocks left, fewer than 16
-                index = builder.add(done, loop.index)
-                ds = halves(row_start, index, 1)
-                if offset:
-                    add_offsets(index, 1, ds)
-                add_block(index, builder.extract_element(ds, ir.Constant(_I32, 0)), accumulators[0])
-            lanes = builder.load(accumulators[0])
-            for accumulator in accumulators[1:]:
-                lanes = builder.fadd(lanes, builder.load(accumulator))
-            total = builder.extract_element(_ir_sums(builder, [lanes]), ir.Constant(_I32, 0))  # a tree: 4 adds deep
-            if offset:
-                total = builder.fadd(total, builder.extract_element(_ir_sums(builder, [builder.load(offsets)]),
-                                                                    ir.Constant(_I32, 0)))
-            return total
-        return types.float32(rows, row, x, x_row, x_sums), codegen
-    return row_dot
+                if four_bits:  # byte i: weight i in its low nibble, weight 16 + i in its high one
+                    for i in range(16):
+                        word = builder.zext(_ir_load(builder, quants, i * TILE_LANES, lanes), words)
+                        add(builder.sitofp(builder.and_(word, ir.Constant(words, [15] * TILE_LANES)), _TILE), i)
+                        add(builder.sitofp(builder.lshr(word, ir.Constant(words, [4] * TILE_LANES)), _TILE), 16 + i)
+                else:
+                    for k in range(32):
+                        add(builder.sitofp(_ir_load(builder, quants, k * TILE_LANES, lanes), _TILE), k)
+                products = partials[0]
+                for partial in partials[1:]:
+                    products = builder.fadd(products, partial)
+                ds = halves(column)
+                builder.store(_ir_fmuladd(builder, ds, products, builder.load(totals)), totals)
+                if four_bits:
+                    ms = (halves(builder.gep(column, [count(2 * TILE_LANES)])) if fmt == "q4_1"
+                          else builder.fmul(ds, ir.Constant(_TILE, [-8.0] * TILE_LANES)))
+                    block_sum = _ir_splat(builder, builder.load(builder.gep(sums_start, [loop.index])), _TILE)
+                    builder.store(_ir_fmuladd(builder, ms, block_sum, builder.load(offsets)), offsets)
+            outputs = builder.fadd(builder.load(totals), builder.load(offsets))
+            _, at = _ir_address(context, builder, y_type, args[5], [args[3], builder.mul(args[1], count(TILE_LANES))])
+            builder.store(outputs, builder.bitcast(at, _TILE.as_pointer()), align=4)
+            return context.get_dummy_value()
+        return types.void(groups, group, x, x_row, x_sums, y), codegen
+    return group_dot
 
 
-_q8_0_row_dot = _split_row_dot_intrinsic("q8_0")
-_q4_0_row_dot = _split_row_dot_intrinsic("q4_0")
-_q4_1_row_dot = _split_row_dot_intrinsic("q4_1")
+_q8_0_group_dot = _group_dot_intrinsic("q8_0")
+_q4_0_group_dot = _group_dot_intrinsic("q4_0")
+_q4_1_group_dot = _group_dot_intrinsic("q4_1")
 
 
 @njit(inline="always")
@@ -840,26 +811,26 @@ def _rows_times_halves(x, blocks, y):  # pragma: no cover -- compiled
 
 
 @njit(parallel=True, cache=True)
-def _rows_times_q8_0(x, rows, y):  # pragma: no cover -- compiled
-    for r in prange(rows.shape[0]):
+def _rows_times_q8_0_groups(x, groups, y):  # pragma: no cover -- compiled
+    for g in prange(groups.shape[0]):
         for b in range(x.shape[0]):
-            y[b, r] = _q8_0_row_dot(rows, r, x, b, x)  # no block sums: x, unread
+            _q8_0_group_dot(groups, g, x, b, x, y)  # no block sums: x, unread
 
 
 @njit(parallel=True, cache=True)
-def _rows_times_q4_0(x, rows, y):  # pragma: no cover -- compiled
+def _rows_times_q4_0_groups(x, groups, y):  # pragma: no cover -- compiled
     x_sums = _block_sums(x, x.shape[1] // 32)
-    for r in prange(rows.shape[0]):
+    for g in prange(groups.shape[0]):
         for b in range(x.shape[0]):
-            y[b, r] = _q4_0_row_dot(rows, r, x, b, x_sums)
+            _q4_0_group_dot(groups, g, x, b, x_sums, y)
 
 
 @njit(parallel=True, cache=True)
-def _rows_times_q4_1(x, rows, y):  # pragma: no cover -- compiled
+def _rows_times_q4_1_groups(x, groups, y):  # pragma: no cover -- compiled
     x_sums = _block_sums(x, x.shape[1] // 32)
-    for r in prange(rows.shape[0]):
+    for g in prange(groups.shape[0]):
         for b in range(x.shape[0]):
-            y[b, r] = _q4_1_row_dot(rows, r, x, b, x_sums)
+            _q4_1_group_dot(groups, g, x, b, x_sums, y)
 
 
 @njit(parallel=True, cache=True)

@@ -56,9 +56,11 @@ def tiny():
     return load_model("tiny")
 
 
+# 3, 18, 1, 48 blocks a row; the last two shapes fill whole groups of rows (`kernels.interleaved_blocks`), the
+# others leave the last group short
 @pytest.mark.parametrize("fmt", ["f16", *BLOCK_FORMATS])
 @pytest.mark.parametrize("rows", [1, 2, 5, 64])
-@pytest.mark.parametrize(("n_out", "n_in"), [(70, 96), (257, 576), (3, 32), (5, 1536)])  # 3, 18, 1, 48 blocks
+@pytest.mark.parametrize(("n_out", "n_in"), [(70, 96), (257, 576), (3, 32), (5, 1536), (96, 576), (48, 1536)])
 def test_kernel_equals_dequantize_then_numpy(fmt, rows, n_out, n_in):
     w = random_blocks(fmt, n_out, n_in, seed=rows * 7 + n_out)
     x = np.random.default_rng(rows).standard_normal((rows, n_in), dtype=np.float32)
