@@ -540,8 +540,8 @@ def _tiled_rows_times_weight(x, tiles, y):  # pragma: no cover -- compiled; test
 # eleventh session's layout), a block took about nine vector instructions and a row ended in a tree of sums: in
 # cache, one core of an Intel Xeon, Q4_1 1.71 -> 1.21 ns a block, Q8_0 1.65 -> 1.13. Streaming a one-user step's
 # matrices there, each column asks for its bytes 4 KiB ahead into the L2 cache and 1 KiB ahead into the L1 (2
-# KiB into the L1 alone: Q8_0 1.38 times the time of the old layout; without asking, 1.6): Q4_1's products 5.58
-# -> 5.00 ms, Q8_0's 6.90 -> 6.50 (benchmarks/README.md). A matrix whose rows do not fill the last group gets
+# KiB into the L1 alone: Q8_0 1.38 times the time of the old layout; without asking, 1.6): Q4_1's products 5.93
+# -> 4.67 ms, Q4_0's 5.33 -> 4.19, Q8_0's 6.63 -> 6.37 (benchmarks/README.md). A matrix whose rows do not fill the last group gets
 # zero rows (scales 0) to fill it, and the product drops their outputs.
 
 def rows_times_blocks(x: np.ndarray, w) -> np.ndarray:
