@@ -539,7 +539,7 @@ def _tiled_rows_times_weight(x, tiles, y):  # pragma: no cover -- compiled; test
 # per-block broadcast of a scale. Where each row's blocks lay together (the rows split, scales, then quants: the
 # eleventh session's layout), a block took about nine vector instructions and a row ended in a tree of sums: in
 # cache, one core of an Intel Xeon, Q4_1 1.71 -> 1.21 ns a block, Q8_0 1.65 -> 1.13. Streaming a one-user step's
-# matrices there, each column asks for its bytes 4 KiB ahead into the L2 cache and 1 KiB ahead into the L1 (2
+# matrices there, each column asks for its bytes 8 KiB ahead into the L2 cache and 1 KiB ahead into the L1 (2
 # KiB into the L1 alone: Q8_0 1.38 times the time of the old layout; without asking, 1.6): Q4_1's products 5.93
 # -> 4.67 ms, Q4_0's 5.33 -> 4.19, Q8_0's 6.63 -> 6.37 (benchmarks/README.md). A matrix whose rows do not fill the last group gets
 # zero rows (scales 0) to fill it, and the product drops their outputs.
@@ -709,7 +709,8 @@ def _halves_row_dot(typingctx, halves, row, x, x_row):
     return types.float32(halves, row, x, x_row), codegen
 
 
-GROUP_FAR_BYTES = 4096  # how far ahead a block column asks for its bytes into the L2 cache
+GROUP_FAR_BYTES = 8192  # how far ahead a block column asks for its bytes into the L2 cache (4 KiB: Q8_0's products
+# 1.05 times the time, Q4_1's 1.1; 12-16 KiB as 8)
 GROUP_NEAR_BYTES = 1024  # and into the L1
 PARTIAL_SUMS = 4  # a column's partial sums, taken in turn by its products (one would wait on each one's latency)
 
