@@ -203,10 +203,8 @@ def _rows_times_weight(x, w, y):  # pragma: no cover -- compiled; tested through
 
 # --- LLVM vector instructions, for the kernels numba's loops left short of memory's speed -------------------
 # Used through numba's `intrinsic` (its documented way to emit LLVM IR inside a compiled function): the float32
-# products below and the GGUF formats' rows.
+# products below, the GGUF formats' blocks and a prompt's attention.
 
-BLOCKS_A_PASS = 3  # GGUF blocks a pass of a row's loop takes, each into its own accumulator (2, 4, 6 no faster)
-PREFETCH_BYTES = 2048  # how far ahead a loop asks for the bytes it streams (1-4 KiB alike; none: up to 1.6x slower)
 _I8, _I16, _I32, _F32 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.FloatType()
 
 
@@ -225,11 +223,6 @@ def _ir_fmuladd(builder, a, b, c):  # a·b + c, fused where the CPU can; vectors
 def _ir_load(builder, base, offset, vector, align=1):  # a vector load at base + offset elements (a number or a value)
     pointer = builder.gep(base, [offset if isinstance(offset, ir.Value) else ir.Constant(_I32, offset)])
     return builder.load(builder.bitcast(pointer, vector.as_pointer()), align=align)
-
-
-def _ir_half(builder, block, offset):  # the f16 at a byte offset, as float32 (exactly)
-    bits = builder.load(builder.bitcast(builder.gep(block, [ir.Constant(_I32, offset)]), _I16.as_pointer()), align=1)
-    return builder.fpext(builder.bitcast(bits, ir.HalfType()), _F32)
 
 
 def _ir_address(context, builder, array_type, value, indices):
@@ -301,35 +294,6 @@ TILE_INPUTS = 12 if _WIDE else 6  # accumulators: 24 of AVX-512's 32 registers, 
 PANEL_QUERY_ROWS = 6 if _WIDE else 3  # a prompt attention panel (below): its rows by 4 vectors, 24 accumulators (12)
 _TILE = ir.VectorType(_F32, TILE_LANES)
 FLOATS_PER_LINE = 16  # a 64-byte cache line
-
-
-def _ir_sums(builder, vectors):
-    """A power of two of vectors -> one vector of their lanes' sums, in order: pairs of vectors are merged
-    (each output keeps half its partial sums), then the one left is halved until every output has one lane.
-    Fewer shuffles than summing each vector on its own (4 outputs of 16 lanes: 10 against 16)."""
-    lanes = vectors[0].type.count
-    outputs, partials = 1, lanes
-
-    def pick(indices):
-        return ir.Constant(ir.VectorType(_I32, len(indices)), indices)
-
-    while len(vectors) > 1:
-        half = partials // 2
-        low = [o * partials + p if o < outputs else lanes + (o - outputs) * partials + p
-               for o in range(2 * outputs) for p in range(half)]
-        high = [i + half for i in low]
-        vectors = [builder.fadd(builder.shuffle_vector(a, b, pick(low)), builder.shuffle_vector(a, b, pick(high)))
-                   for a, b in zip(vectors[0::2], vectors[1::2], strict=True)]
-        outputs, partials = 2 * outputs, half
-    sums = vectors[0]
-    while partials > 1:
-        half = partials // 2
-        low = [o * partials + p for o in range(outputs) for p in range(half)]
-        undefined = ir.Constant(sums.type, ir.Undefined)
-        sums = builder.fadd(builder.shuffle_vector(sums, undefined, pick(low)),
-                            builder.shuffle_vector(sums, undefined, pick([i + half for i in low])))
-        partials = half
-    return sums
 
 
 def _tile_intrinsic(n_inputs, turns=1, ask_ahead=False, ask_near=False):
@@ -527,65 +491,50 @@ def _tiled_rows_times_weight(x, tiles, y):  # pragma: no cover -- compiled; test
 
 # --- a few rows times a matrix kept in a GGUF format (quantized.py) --------------------------------
 # Each kernel reads the format's bytes and dequantizes in registers: a step reads the format's bytes (block
-# scales included), never a float32 copy. Each reads its own copy of the matrix, on huge pages (`_empty_copy`).
-# F16 rows as stored (a format the model file does not hold comes from the per-user cache as a memory map, in 4
-# KiB pages: on an Intel Xeon a one-user step's F16 products read the map at 19.3 GB/s and the copy at 22.9),
-# a row at a time, 32 halves a block. Q8_0 and Q4 as GGUF's blocks of TILE_LANES rows at a time, interleaved
-# (`interleaved_blocks`, as llama.cpp's CPU backend repacks Q4_0 for its kernels): for each block column, the
-# rows' scales d (and Q4_1's minimums m), then their quants byte by byte, each byte of the block's rows together.
-# The outputs are then the lanes, as in the float32 tiles: a block column's quant byte i of the TILE_LANES rows
-# is one vector, multiplied by x's element i (broadcast) into the column's partial sums, which its TILE_LANES
-# scales multiply once (one vector) and Q4's m · Σx terms join once; no per-row adding-up across lanes and no
-# per-block broadcast of a scale. Where each row's blocks lay together (the rows split, scales, then quants: the
-# eleventh session's layout), a block took about nine vector instructions and a row ended in a tree of sums: in
-# cache, one core of an Intel Xeon, Q4_1 1.71 -> 1.21 ns a block, Q8_0 1.65 -> 1.13. Streaming a one-user step's
-# matrices there, each column asks for its bytes 8 KiB ahead into the L2 cache and 1 KiB ahead into the L1 (2
-# KiB into the L1 alone: Q8_0 1.38 times the time of the old layout; without asking, 1.6): Q4_1's products 5.93
-# -> 4.67 ms, Q4_0's 5.33 -> 4.19, Q8_0's 6.63 -> 6.37 (benchmarks/README.md). A matrix whose rows do not fill the last group gets
-# zero rows (scales 0) to fill it, and the product drops their outputs.
+# scales included), never a float32 copy. It reads them from its own copy of the matrix (`interleaved_blocks`,
+# on huge pages: a format the model file does not hold comes from the per-user cache as a memory map, in 4 KiB
+# pages, and on an Intel Xeon a one-user step's F16 products read the map at 19.3 GB/s and a copy at 22.9), the
+# blocks of TILE_LANES rows interleaved, as llama.cpp's CPU backend repacks Q4_0 for its kernels: for each block
+# column, the rows' f16 scales d (and Q4_1's minimums m), then their quants, each byte (F16: each half) of the
+# rows' blocks together. The outputs are then a vector's lanes, as in the float32 tiles: a column's quant byte i
+# of the TILE_LANES rows is one vector, multiplied by x's element i (broadcast) into the column's partial sums,
+# which the column's scales multiply once (one vector), Q4's m · Σx terms joining once; no per-row adding-up
+# across lanes, no per-block broadcast of a scale. With each row's blocks together (the eleventh session's
+# layout: a row's scales, then its quants) a block took about nine vector instructions and a row ended in a tree
+# of sums: in cache, on one core of an Intel Xeon, Q4_1 1.71 -> 1.21 ns a block, Q8_0 1.65 -> 1.13. Streaming, each
+# column asks for its bytes 8 KiB ahead into the L2 cache and 1 KiB ahead into the L1 (2 KiB into the L1 alone:
+# Q8_0 1.38 times the time of the old layout; asking nothing, 1.6). A one-user step's products there, interleaved
+# against the old layout: Q4_1 5.93 -> 4.67 ms, Q4_0 5.33 -> 4.19, Q8_0 6.63 -> 6.37 (4 KiB ahead), F16 9.13 ->
+# 8.47 (benchmarks/README.md). A matrix whose rows do not fill the last group gets zero rows (scales 0) to fill
+# it, and the product drops their outputs.
 
 def rows_times_blocks(x: np.ndarray, w) -> np.ndarray:
     """x @ W.T for x (rows, in) float32 and a `quantized.QuantizedWeight` W: every block read once for all rows."""
     x = np.ascontiguousarray(x, dtype=F32)
-    if w.format == "f16":
+    if w.format == "f16" and w.shape[1] % 32:  # rows of halves not taken 32 at a time: a loop of their own
         y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
-        if w.shape[1] % 32 == 0:  # rows of halves, taken 32 at a time as if they were blocks
-            _rows_times_halves(x, halves_copy(w), y)
-        else:
-            _rows_times_f16(x, w.data.view(np.uint16), y)
+        _rows_times_f16(x, w.data.view(np.uint16), y)
         return y
     groups = interleaved_blocks(w)
     y = np.empty((x.shape[0], groups.shape[0] * TILE_LANES), dtype=F32)
-    {"q8_0": _rows_times_q8_0_groups, "q4_0": _rows_times_q4_0_groups, "q4_1": _rows_times_q4_1_groups}[w.format](
-        x, groups, y)
+    {"f16": _rows_times_f16_groups, "q8_0": _rows_times_q8_0_groups, "q4_0": _rows_times_q4_0_groups,
+     "q4_1": _rows_times_q4_1_groups}[w.format](x, groups, y)
     return y if y.shape[1] == w.shape[0] else np.ascontiguousarray(y[:, :w.shape[0]])
 
 
-# The kernels' copies of a QuantizedWeight, made on its first product and kept while it lives.
-_halves_copies = _ByIdentity()
+# The kernels' copy of a QuantizedWeight, made on its first product and kept while it lives.
 _interleaved = _ByIdentity()
 
 
-def halves_copy(w) -> np.ndarray:
-    """An F16 QuantizedWeight's rows as stored, 32 halves a block, in the kernels' copy: (out, in / 32, 64) uint8."""
-    copy = _halves_copies.get(w)
-    if copy is None:
-        blocks = w.blocks
-        copy = _empty_copy((blocks.shape[0], blocks.shape[1] * blocks.shape[2]), np.uint8).reshape(blocks.shape)
-        copy[:] = blocks
-        copy.flags.writeable = False
-        _halves_copies.put(w, copy)
-    return copy
-
-
-GROUP_SCALES_AT = {"q8_0": 1, "q4_0": 1, "q4_1": 2}  # f16 vectors of the rows' scales (and minimums) a column begins with
+GROUP_SCALES_AT = {"f16": 0, "q8_0": 1, "q4_0": 1, "q4_1": 2}  # vectors of the rows' f16 scales (and minimums) a column begins with
 
 
 def interleaved_blocks(w) -> np.ndarray:
-    """A Q8_0 / Q4_0 / Q4_1 QuantizedWeight in groups of L = TILE_LANES rows (the last filled with zero rows): per
-    group, block column after block column, the L rows' f16 scales d (2L bytes), for Q4_1 their f16 minimums m
-    (2L bytes), then their quants, byte i of every row's block together (L bytes, for each of the block's 32 or 16
-    quant bytes). The same bytes as GGUF's rows, in another order: uint8 (groups, blocks · column bytes)."""
+    """A QuantizedWeight in groups of L = TILE_LANES rows (the last filled with zero rows): per group, block column
+    after block column, the L rows' f16 scales d (2L bytes), for Q4_1 their f16 minimums m (2L bytes), then their
+    quants, byte i of every row's block together (L bytes, for each of the block's 32 or 16 quant bytes); F16's
+    column k of 32 holds the L rows' halves at column k (2L bytes). The same bytes as GGUF's rows, in another
+    order: uint8 (groups, blocks · column bytes)."""
     groups = _interleaved.get(w)
     if groups is None:
         blocks = w.blocks
@@ -593,12 +542,17 @@ def interleaved_blocks(w) -> np.ndarray:
         n_groups = -(-out // TILE_LANES)
         padded = np.zeros((n_groups * TILE_LANES, n_blocks, block_bytes), dtype=np.uint8)
         padded[:out] = blocks
-        by_byte = padded.reshape(n_groups, TILE_LANES, n_blocks, block_bytes).transpose(0, 2, 3, 1)  # g, kb, byte, row
-        halves = 2 * GROUP_SCALES_AT[w.format]
-        scales = by_byte[:, :, :halves].reshape(n_groups, n_blocks, halves // 2, 2, TILE_LANES).transpose(0, 1, 2, 4, 3)
-        parts = [scales.reshape(n_groups, n_blocks, -1), by_byte[:, :, halves:].reshape(n_groups, n_blocks, -1)]
         groups = _empty_copy((n_groups, n_blocks * block_bytes * TILE_LANES), np.uint8)
-        np.concatenate(parts, axis=2, out=groups.reshape(n_groups, n_blocks, -1))
+        columns = groups.reshape(n_groups, n_blocks, -1)
+        if w.format == "f16":  # a block's 32 halves: column k's of every row together
+            by_half = padded.view(np.uint16).reshape(n_groups, TILE_LANES, n_blocks, 32).transpose(0, 2, 3, 1)
+            columns.view(np.uint16)[:] = by_half.reshape(n_groups, n_blocks, -1)
+        else:
+            by_byte = padded.reshape(n_groups, TILE_LANES, n_blocks, block_bytes).transpose(0, 2, 3, 1)  # g, kb, byte, row
+            halves = 2 * GROUP_SCALES_AT[w.format]
+            scales = by_byte[:, :, :halves].reshape(n_groups, n_blocks, halves // 2, 2, TILE_LANES).transpose(0, 1, 2, 4, 3)
+            np.concatenate([scales.reshape(n_groups, n_blocks, -1), by_byte[:, :, halves:].reshape(n_groups, n_blocks, -1)],
+                           axis=2, out=columns)
         groups.flags.writeable = False
         _interleaved.put(w, groups)
     return groups
@@ -652,63 +606,6 @@ def _rows_times_f16(x, h, y):  # pragma: no cover -- compiled
             y[b, r] = s
 
 
-# An F16 row's 32 halves a block are taken a vector at a time, as wide as the CPU's (`TILE_LANES`): two vectors of
-# 16 with AVX-512, four of 8 without, BLOCKS_A_PASS blocks a pass, each into its own accumulator; the row's lanes
-# are added up as a tree at the end.
-_BLOCK_LANES = TILE_LANES
-_BLOCK_VECTOR = ir.VectorType(_F32, _BLOCK_LANES)
-_VECTORS_A_BLOCK = 32 // _BLOCK_LANES
-
-
-def _block_xs(builder, xs):  # the block's 32 inputs, a vector at a time
-    return [_ir_load(builder, xs, _BLOCK_LANES * i, _BLOCK_VECTOR) for i in range(_VECTORS_A_BLOCK)]
-
-
-@intrinsic
-def _halves_row_dot(typingctx, halves, row, x, x_row):
-    """row r of an F16 matrix, as 64-byte blocks of 32 halves (out, in / 32, 64 uint8), times row b of x (rows, in;
-    float32, each row contiguous) -> float32. F16C converts a vector of halves in one instruction."""
-    def codegen(context, builder, signature, args):
-        halves_type, _, x_type, _ = signature.args
-        zero = context.get_constant(types.intp, 0)
-        halves_array, row_start = _ir_address(context, builder, halves_type, args[0], [args[1], zero, zero])
-        _, x_start = _ir_address(context, builder, x_type, args[2], [args[3], zero])
-        row_start = builder.bitcast(row_start, _I8.as_pointer())
-        x_start = builder.bitcast(x_start, _F32.as_pointer())
-        n_blocks = cgutils.unpack_tuple(builder, halves_array.shape)[1]
-        count = lambda value: ir.Constant(n_blocks.type, value)  # noqa: E731
-        accumulators = [cgutils.alloca_once(builder, _BLOCK_VECTOR) for _ in range(BLOCKS_A_PASS)]  # registers
-        for accumulator in accumulators:
-            builder.store(ir.Constant(_BLOCK_VECTOR, [0.0] * _BLOCK_LANES), accumulator)
-
-        def add_block(index, accumulator):
-            block = builder.gep(row_start, [builder.mul(index, count(64))])
-            xs = _block_xs(builder, builder.gep(x_start, [builder.mul(index, count(32))]))
-            total = builder.load(accumulator)
-            for i, x_lanes in enumerate(xs):
-                lanes = builder.bitcast(_ir_load(builder, block, 2 * _BLOCK_LANES * i, ir.VectorType(_I8, 2 * _BLOCK_LANES)),
-                                        ir.VectorType(ir.HalfType(), _BLOCK_LANES))
-                total = _ir_fmuladd(builder, builder.fpext(lanes, _BLOCK_VECTOR), x_lanes, total)
-            builder.store(total, accumulator)
-
-        passes = builder.sdiv(n_blocks, count(BLOCKS_A_PASS))
-        with cgutils.for_range(builder, passes) as loop:
-            first = builder.mul(loop.index, count(BLOCKS_A_PASS))
-            ahead = builder.gep(row_start, [builder.add(builder.mul(first, count(64)), count(PREFETCH_BYTES))])
-            for line in range(0, BLOCKS_A_PASS * 64, 64):
-                _ir_prefetch(builder, builder.gep(ahead, [ir.Constant(_I32, line)]))
-            for i, accumulator in enumerate(accumulators):
-                add_block(builder.add(first, count(i)), accumulator)
-        done = builder.mul(passes, count(BLOCKS_A_PASS))
-        with cgutils.for_range(builder, builder.sub(n_blocks, done)) as loop:  # the blocks left, fewer than a pass
-            add_block(builder.add(done, loop.index), accumulators[0])
-        lanes = builder.load(accumulators[0])
-        for accumulator in accumulators[1:]:
-            lanes = builder.fadd(lanes, builder.load(accumulator))
-        return builder.extract_element(_ir_sums(builder, [lanes]), ir.Constant(_I32, 0))  # a tree: 4 adds deep, not 15
-    return types.float32(halves, row, x, x_row), codegen
-
-
 GROUP_FAR_BYTES = 8192  # how far ahead a block column asks for its bytes into the L2 cache (4 KiB: Q8_0's products
 # 1.05 times the time, Q4_1's 1.1; 12-16 KiB as 8)
 GROUP_NEAR_BYTES = 1024  # and into the L1
@@ -716,13 +613,13 @@ PARTIAL_SUMS = 4  # a column's partial sums, taken in turn by its products (one 
 
 
 def _group_dot_intrinsic(fmt):
-    """A numba intrinsic group_dot(groups, g, x, b, x_sums, y): y[b, L g + o] = row L g + o of a Q matrix's
+    """A numba intrinsic group_dot(groups, g, x, b, x_sums, y): y[b, L g + o] = row L g + o of a matrix's
     `interleaved_blocks` times row b of x (rows, in; float32, each row contiguous), for o < L (TILE_LANES):
-    Σ over block columns of d · (q · x) + m · Σx, with Q4_0's m = −8 d and Q8_0's none. x_sums (rows, in / 32
-    float32): each block's Σx (read for the Q4 formats only)."""
-    four_bits = fmt != "q8_0"
+    Σ over block columns of d · (q · x) + m · Σx, with Q4_0's m = −8 d, Q8_0's none and F16's weights the halves
+    themselves. x_sums (rows, in / 32 float32): each block's Σx (read for the Q4 formats only)."""
+    four_bits = fmt in ("q4_0", "q4_1")
     scale_vectors = GROUP_SCALES_AT[fmt]
-    column_bytes = TILE_LANES * (2 * scale_vectors + (16 if four_bits else 32))
+    column_bytes = TILE_LANES * (2 * scale_vectors + {"q8_0": 32, "q4_0": 16, "q4_1": 16, "f16": 64}[fmt])
     lanes = ir.VectorType(_I8, TILE_LANES)
     words = ir.VectorType(_I32, TILE_LANES)
 
@@ -766,14 +663,20 @@ def _group_dot_intrinsic(fmt):
                         word = builder.zext(_ir_load(builder, quants, i * TILE_LANES, lanes), words)
                         add(builder.sitofp(builder.and_(word, ir.Constant(words, [15] * TILE_LANES)), _TILE), i)
                         add(builder.sitofp(builder.lshr(word, ir.Constant(words, [4] * TILE_LANES)), _TILE), 16 + i)
-                else:
+                elif fmt == "q8_0":
                     for k in range(32):
                         add(builder.sitofp(_ir_load(builder, quants, k * TILE_LANES, lanes), _TILE), k)
+                else:  # F16: column k's weights are the rows' halves, converted as they are loaded
+                    for k in range(32):
+                        add(halves(builder.gep(quants, [count(2 * TILE_LANES * k)])), k)
                 products = partials[0]
                 for partial in partials[1:]:
                     products = builder.fadd(products, partial)
-                ds = halves(column)
-                builder.store(_ir_fmuladd(builder, ds, products, builder.load(totals)), totals)
+                if fmt == "f16":  # no scales
+                    builder.store(builder.fadd(products, builder.load(totals)), totals)
+                else:
+                    ds = halves(column)
+                    builder.store(_ir_fmuladd(builder, ds, products, builder.load(totals)), totals)
                 if four_bits:
                     ms = (halves(builder.gep(column, [count(2 * TILE_LANES)])) if fmt == "q4_1"
                           else builder.fmul(ds, ir.Constant(_TILE, [-8.0] * TILE_LANES)))
@@ -787,6 +690,7 @@ def _group_dot_intrinsic(fmt):
     return group_dot
 
 
+_f16_group_dot = _group_dot_intrinsic("f16")
 _q8_0_group_dot = _group_dot_intrinsic("q8_0")
 _q4_0_group_dot = _group_dot_intrinsic("q4_0")
 _q4_1_group_dot = _group_dot_intrinsic("q4_1")
@@ -805,10 +709,10 @@ def _block_sums(x, n_blocks):  # pragma: no cover -- compiled
 
 
 @njit(parallel=True, cache=True)
-def _rows_times_halves(x, blocks, y):  # pragma: no cover -- compiled
-    for r in prange(blocks.shape[0]):
+def _rows_times_f16_groups(x, groups, y):  # pragma: no cover -- compiled
+    for g in prange(groups.shape[0]):
         for b in range(x.shape[0]):
-            y[b, r] = _halves_row_dot(blocks, r, x, b)
+            _f16_group_dot(groups, g, x, b, x, y)  # no block sums: x, unread
 
 
 @njit(parallel=True, cache=True)
