@@ -205,7 +205,7 @@ def _rows_times_weight(x, w, y):  # pragma: no cover -- compiled; tested through
 # Used through numba's `intrinsic` (its documented way to emit LLVM IR inside a compiled function): the float32
 # products below, the GGUF formats' blocks and a prompt's attention.
 
-_I8, _I16, _I32, _F32 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.FloatType()
+_I8, _I32, _F32 = ir.IntType(8), ir.IntType(32), ir.FloatType()
 
 
 def _ir_splat(builder, value, vector):  # copies of a float in every lane of a vector type
@@ -367,7 +367,7 @@ def tiles_fit(w: np.ndarray) -> bool:
 
 
 # --- memory for the kernels' own copies of the weights ------------------------------------------------------
-# The copies the kernels read (`weight_tiles`, `halves_copy`, `interleaved_blocks`) are carved from anonymous mappings the operating
+# The copies the kernels read (`weight_tiles`, `interleaved_blocks`) are carved from anonymous mappings the operating
 # system is asked to back with 2 MiB pages (madvise MADV_HUGEPAGE), a chunk of them at a time. Allocated one by
 # one, most of a model's copies landed in 4 KiB pages (numpy asks for huge pages from 4 MiB on; most matrices are
 # smaller, and an allocation's first and last partial 2 MiB never get one). In the same rounds a plain read of
@@ -540,8 +540,10 @@ def interleaved_blocks(w) -> np.ndarray:
         blocks = w.blocks
         out, n_blocks, block_bytes = blocks.shape
         n_groups = -(-out // TILE_LANES)
-        padded = np.zeros((n_groups * TILE_LANES, n_blocks, block_bytes), dtype=np.uint8)
-        padded[:out] = blocks
+        padded = blocks
+        if out < n_groups * TILE_LANES:  # zero rows fill the last group
+            padded = np.zeros((n_groups * TILE_LANES, n_blocks, block_bytes), dtype=np.uint8)
+            padded[:out] = blocks
         groups = _empty_copy((n_groups, n_blocks * block_bytes * TILE_LANES), np.uint8)
         columns = groups.reshape(n_groups, n_blocks, -1)
         if w.format == "f16":  # a block's 32 halves: column k's of every row together
@@ -606,9 +608,10 @@ def _rows_times_f16(x, h, y):  # pragma: no cover -- compiled
             y[b, r] = s
 
 
-GROUP_FAR_BYTES = 8192  # how far ahead a block column asks for its bytes into the L2 cache (4 KiB: Q8_0's products
-# 1.05 times the time, Q4_1's 1.1; 12-16 KiB as 8)
-GROUP_NEAR_BYTES = 1024  # and into the L1
+# How far ahead a block column asks for its bytes, into the L2 cache (4 KiB: Q8_0's products 1.05 times the time,
+# Q4_1's 1.1; 12-16 KiB as 8) and into the L1 (as the float32 tiles of a few rows).
+GROUP_FAR_BYTES = 8192
+GROUP_NEAR_BYTES = 4 * NEAR_FLOATS
 PARTIAL_SUMS = 4  # a column's partial sums, taken in turn by its products (one would wait on each one's latency)
 
 

@@ -284,8 +284,8 @@ def test_the_kernel_tests_pass_with_the_work_split_over_two_threads():
 @pytest.mark.slow
 def test_the_products_equal_numpy_when_compiled_for_a_cpu_without_avx512():
     """Without AVX-512 the tiled products use 8-float vectors and 6 input rows a tile, not 16 and 12 (a prompt's
-    attention panels 3 query rows, not 6), and the GGUF blocks four 8-float vectors, not two of 16: the product tests of this file and of the
-    formats' run again as compiled for such a CPU (Haswell's AVX2)."""
+    attention panels 3 query rows, not 6), and the GGUF formats' blocks go in groups of 8 rows, not 16: the
+    product tests of this file and of the formats' run again as compiled for such a CPU (Haswell's AVX2)."""
     env = {**os.environ, "NUMBA_CPU_NAME": "haswell"}
     env.pop("NUMBA_CPU_FEATURES", None)
     repo = Path(__file__).resolve().parents[2]
