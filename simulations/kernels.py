@@ -824,12 +824,16 @@ def _dequantize_q4_in_tiles(blocks, with_min, tiles):  # pragma: no cover -- com
 # --- one new token attending over its cache, for several sequences --------------------------------
 
 TOKENS_PER_PART = 256  # the shortest part of a context one core attends over on its own
-KEYS_AT_ONCE = 4  # keys (and values) one pass of the inner loops takes
-# Each pass asks for the keys (then the values) 4 KiB ahead: a job's rows are a run of memory, but the hardware
-# prefetcher alone kept a core's stream at about 7 GB/s between the arithmetic. 30 layers' attention at 512
-# tokens, 16 / 64 users: 24.5 / 105 ms -> 13.1 / 61 (2 KiB ahead: 15.4 / 69; keys and values both in the
-# scores' pass: 15.5 / 71; benchmarks/README.md).
-ATTENTION_PREFETCH_BYTES = 4096
+# A part's keys go a block at a time, as flash-decoding's do: KEYS_A_BLOCK keys' scores for every query head that
+# shares them (one vector of scores a head), the running softmax's step, then the block's values mixed in. The block's
+# keys and values are read one after the other, each row in order, and each block asks for the next one's rows as
+# it reads its own. Until the thirteenth session a part's scores came first, then its softmax, then its values: on an
+# Intel Xeon its memory delivered a pass over 512 keys, then one over 512 values, at 17 GB/s of the 35 measured for a
+# plain read (30 layers, 16 users at 512 tokens: 22 ms), and a plain loop reading the same rows the same way,
+# with no arithmetic, at 21; the blocks, 21-23 (17 ms). In the L1 cache the blocks' arithmetic runs at about 35 GB/s
+# a core (their scores: four multiply-adds a key and head, and one tree of shuffles that adds up each key's lanes
+# into one vector of scores), the old loops' at about 15 (benchmarks/README.md, "Thirteenth session").
+KEYS_A_BLOCK = TILE_LANES
 
 
 def one_token_attention(q: np.ndarray, keys: np.ndarray, values: np.ndarray, layer: int, first_slot: int,
@@ -867,6 +871,163 @@ def _parts(pairs, longest, threads):  # pragma: no cover -- compiled; tested thr
     return wanted
 
 
+def _ir_totals(builder, vectors):
+    """Vectors of partial sums, vector j all of key j's -> one vector whose lane j is vector j's total: a tree that
+    adds two vectors' halves at each level (two shuffles and an add), so a level's vectors each hold twice as many
+    keys, in half as many lanes each; then one shuffle puts the keys in order."""
+    width = vectors[0].type.count
+    indices = lambda values: ir.Constant(ir.VectorType(_I32, width), values)  # noqa: E731
+    level = [(vector, [j]) for j, vector in enumerate(vectors)]  # a vector, and the key of each of its runs of lanes
+    while len(level) > 1:
+        merged = []
+        for (a, a_keys), (b, b_keys) in zip(level[0::2], level[1::2], strict=True):
+            run = width // len(a_keys)
+            half = run // 2
+            low, high, keys = [], [], []
+            for i in range(len(a_keys)):  # each run's halves: a's first, then b's (b's lanes are width + ...)
+                low += [i * run + lane for lane in range(half)] + [width + i * run + lane for lane in range(half)]
+                high += [i * run + half + lane for lane in range(half)] + [width + i * run + half + lane for lane in range(half)]
+                keys += [a_keys[i], b_keys[i]]
+            merged.append((builder.fadd(builder.shuffle_vector(a, b, indices(low)), builder.shuffle_vector(a, b, indices(high))),
+                           keys))
+        level = merged
+    vector, keys = level[0]
+    return builder.shuffle_vector(vector, ir.Constant(vector.type, ir.Undefined), indices([keys.index(j) for j in range(width)]))
+
+
+def _key_block_intrinsic(n_vectors):
+    """A numba intrinsic attend(k, v, first_key, mine, scale, tops, sums, mixed, scratch): one block of the running
+    softmax, for a head dimension of n_vectors vectors. Keys (and values) first_key .. first_key + KEYS_A_BLOCK - 1 of
+    k and v (2-D, rows contiguous); mine (rep, hd) the query heads that share them; for each head r, tops[r] is
+    its largest scaled score so far, sums[r] its numerators' sum and mixed[r] their values' sum, each numerator
+    exp(score - tops[r]); the block's keys join them (the earlier ones shrunk by exp(old top - new top)). scratch:
+    (rep, 2 KEYS_A_BLOCK) float32, each head's numerators and shrink factor."""
+    @intrinsic
+    def attend(typingctx, k, v, first_key, mine, scale, tops, sums, mixed, scratch):
+        def codegen(context, builder, signature, args):
+            k_type, v_type, _, mine_type, _, tops_type, sums_type, mixed_type, scratch_type = signature.args
+            zero = context.get_constant(types.intp, 0)
+
+            def at(n):
+                return context.get_constant(types.intp, n)
+
+            k_array, k_first = _ir_address(context, builder, k_type, args[0], [args[2], zero])
+            v_array, v_first = _ir_address(context, builder, v_type, args[1], [args[2], zero])
+            mine_array, mine_first = _ir_address(context, builder, mine_type, args[3], [zero, zero])
+            tops_first, sums_first, mixed_first, scratch_first = (
+                _ir_address(context, builder, signature.args[i], args[i], [zero] * signature.args[i].ndim)[1]
+                for i in range(5, 9))
+            rep = cgutils.unpack_tuple(builder, mine_array.shape)[0]
+            hd = at(n_vectors * TILE_LANES)
+            k_step, v_step = (builder.sdiv(cgutils.unpack_tuple(builder, array.strides)[0], at(4))
+                              for array in (k_array, v_array))  # floats from one row to the next
+            scale = _ir_splat(builder, args[4], _TILE)
+
+            def row(first, step, j):
+                return builder.gep(first, [builder.mul(at(j), step)])
+
+            def ask_for_row(first, step, j):  # the row's lines, from memory into the cache (past the end: only a hint)
+                for line in range(0, n_vectors * TILE_LANES, FLOATS_PER_LINE):
+                    _ir_prefetch(builder, builder.bitcast(builder.gep(row(first, step, j), [at(line)]), _I8.as_pointer()))
+
+            def scratch_vector(r, which):  # head r's numerators (0) or shrink factor (1)
+                pointer = builder.gep(scratch_first, [builder.add(builder.mul(r, at(2 * KEYS_A_BLOCK)), at(which * KEYS_A_BLOCK))])
+                return builder.bitcast(pointer, _TILE.as_pointer())
+
+            def larger(x, y):  # max, as the CPU's max instruction (no NaN here)
+                return builder.select(builder.fcmp_ordered(">", x, y), x, y)
+
+            # Scores, head after head, each key's row read in order (the first head's from memory; it asks for the
+            # next block's keys as it goes), each key's lanes added up by one tree for the block.
+            with cgutils.for_range(builder, rep) as heads:
+                r = heads.index
+                q_row = builder.gep(mine_first, [builder.mul(r, hd)])
+                queries = [builder.fmul(_ir_load(builder, q_row, c * TILE_LANES, _TILE, align=4), scale)
+                           for c in range(n_vectors)]
+                first_head = builder.icmp_signed("==", r, zero)
+                partial = []
+                for j in range(KEYS_A_BLOCK):
+                    with builder.if_then(first_head):
+                        ask_for_row(k_first, k_step, KEYS_A_BLOCK + j)
+                    key = row(k_first, k_step, j)
+                    total = builder.fmul(_ir_load(builder, key, 0, _TILE, align=4), queries[0])
+                    for c in range(1, n_vectors):
+                        total = _ir_fmuladd(builder, _ir_load(builder, key, c * TILE_LANES, _TILE, align=4), queries[c], total)
+                    partial.append(total)
+                builder.store(_ir_totals(builder, partial), scratch_vector(r, 0), align=4)
+            # The running softmax's step, head after head.
+            with cgutils.for_range(builder, rep) as heads:
+                r = heads.index
+                scores = builder.load(scratch_vector(r, 0), align=4)
+                top_at, sum_at = builder.gep(tops_first, [r]), builder.gep(sums_first, [r])
+                old = builder.load(top_at)
+                new = larger(_ir_fold(builder, [scores], larger), old)
+                builder.store(new, top_at)
+                numerators = _ir_exp(builder, builder.fsub(scores, _ir_splat(builder, new, _TILE)))
+                builder.store(numerators, scratch_vector(r, 0), align=4)
+                shrink = _ir_exp(builder, _ir_splat(builder, builder.fsub(old, new), _TILE))  # exp(-inf) = 0: the first block
+                builder.store(shrink, scratch_vector(r, 1), align=4)
+                earlier = builder.fmul(builder.load(sum_at), builder.extract_element(shrink, ir.Constant(_I32, 0)))
+                builder.store(builder.fadd(earlier, _ir_fold(builder, [numerators], builder.fadd)), sum_at)
+            # The values, head after head, each row read in order (the first head's from memory, asking for the next
+            # block's), into two sets of sums taken in turn (one would wait on each multiply-add's latency).
+            with cgutils.for_range(builder, rep) as heads:
+                r = heads.index
+                mixed_row = builder.gep(mixed_first, [builder.mul(r, hd)])
+                numerator_row = builder.bitcast(scratch_vector(r, 0), _F32.as_pointer())
+                shrink = builder.load(scratch_vector(r, 1), align=4)
+                sums = [[builder.fmul(_ir_load(builder, mixed_row, c * TILE_LANES, _TILE, align=4), shrink)
+                         for c in range(n_vectors)], [None] * n_vectors]
+                first_head = builder.icmp_signed("==", r, zero)
+                for j in range(KEYS_A_BLOCK):
+                    with builder.if_then(first_head):
+                        ask_for_row(v_first, v_step, KEYS_A_BLOCK + j)
+                    weight = _ir_splat(builder, builder.load(builder.gep(numerator_row, [at(j)])), _TILE)
+                    value = row(v_first, v_step, j)
+                    for c in range(n_vectors):
+                        lanes = _ir_load(builder, value, c * TILE_LANES, _TILE, align=4)
+                        before = sums[j % 2][c]
+                        sums[j % 2][c] = (builder.fmul(lanes, weight) if before is None
+                                          else _ir_fmuladd(builder, lanes, weight, before))
+                for c in range(n_vectors):
+                    pointer = builder.bitcast(builder.gep(mixed_row, [at(c * TILE_LANES)]), _TILE.as_pointer())
+                    builder.store(builder.fadd(sums[0][c], sums[1][c]), pointer, align=4)
+            return context.get_dummy_value()
+        return types.void(k, v, first_key, mine, scale, tops, sums, mixed, scratch), codegen
+    return attend
+
+
+# A head dimension of 1, 2, 4 or 8 vectors (SmolLM2's 64: 4 with AVX-512, 8 with AVX2); any other goes key by key.
+_attend_1_vector = _key_block_intrinsic(1)
+_attend_2_vectors = _key_block_intrinsic(2)
+_attend_4_vectors = _key_block_intrinsic(4)
+_attend_8_vectors = _key_block_intrinsic(8)
+
+
+@njit(fastmath=FAST, inline="always")
+def _attend_keys(k, v, first, stop, mine, scale, tops, sums, mixed, scores, powers):  # pragma: no cover -- compiled
+    """The blocks' step for keys first .. stop - 1 (at most as many as `scores` holds), key by key: a part's last
+    keys, short of a block, and every key of a head dimension the blocks do not take."""
+    rep, hd = mine.shape
+    m = stop - first
+    for r in range(rep):
+        top = tops[r]
+        for j in range(m):
+            s = F32(0)
+            for d in range(hd):
+                s += mine[r, d] * k[first + j, d]
+            scores[j] = s * scale
+            top = max(top, scores[j])
+        shrink = np.exp(tops[r] - top)  # exp(-inf) = 0: nothing earlier
+        tops[r] = top
+        sums[r] = sums[r] * shrink + _exp_row(scores[:m], powers[:m], top)
+        for d in range(hd):
+            mixed[r, d] *= shrink
+        for j in range(m):
+            for d in range(hd):
+                mixed[r, d] += scores[j] * v[first + j, d]
+
+
 @njit(parallel=True, fastmath=FAST, cache=True)
 def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, threads, out):  # pragma: no cover
     n, heads, hd = q.shape
@@ -878,16 +1039,17 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, thr
     # threads: numba's team ($NUMBA_NUM_THREADS; nothing here calls set_num_threads). get_num_threads() took 1.5 µs
     # from Python, and called compiled it keeps the function out of numba's cache.
     parts = _parts(n * kv_heads, longest, threads)
-    longest_part = -(-longest // parts)
     jobs = n * kv_heads * parts
+    vectors = hd // TILE_LANES if hd % TILE_LANES == 0 else 0
     # np.empty, never np.zeros, outside the parallel loop: numba runs each np.zeros as a parallel loop of its own,
-    # about 3.5 µs each to start here (a tenth of one user's call at 512 tokens). Each job zeroes its own rows.
+    # about 3.5 µs each to start here (a tenth of one user's call at 512 tokens). Each job sets its own rows.
     part_max = np.empty((jobs, rep), dtype=np.float32)
     part_sum = np.empty((jobs, rep), dtype=np.float32)
     part_out = np.empty((jobs, rep, hd), dtype=np.float32)
     # Each job's scratch, allocated once here rather than once per job inside the parallel loop.
-    all_scores = np.empty((jobs, rep, longest_part), dtype=np.float32)
-    all_powers = np.empty((jobs, longest_part), dtype=np.int32)
+    block_scratch = np.empty((jobs, rep, 2 * KEYS_A_BLOCK), dtype=np.float32)
+    key_scores = np.empty((jobs, KEYS_A_BLOCK), dtype=np.float32)
+    key_powers = np.empty((jobs, KEYS_A_BLOCK), dtype=np.int32)
     for job_index in prange(jobs):
         job = np.int64(job_index)  # prange's index may be unsigned, and unsigned // signed is a float in numba
         seq, rest = divmod(job, kv_heads * parts)
@@ -895,68 +1057,28 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, thr
         slot, length = first_slot + seq, lengths[seq]
         per_part = -(-length // parts)
         start, stop = part * per_part, min(length, (part + 1) * per_part)
+        tops, sums, mixed = part_max[job], part_sum[job], part_out[job]
         for r in range(rep):
-            part_max[job, r], part_sum[job, r] = 0, 0
+            tops[r], sums[r] = -np.inf, 0  # an empty part stays so: its sum 0 weighs nothing below
             for d in range(hd):
-                part_out[job, r, d] = 0
-        if start >= stop:
-            continue  # nothing left for this part: its sum stays 0, so it weighs nothing below
+                mixed[r, d] = 0
         k, v = keys[layer, slot, group], values[layer, slot, group]  # (max_tokens, hd)
-        m = stop - start
-        ahead = ATTENTION_PREFETCH_BYTES // (4 * hd)  # in keys (or values)
         mine = q[seq, group * rep:(group + 1) * rep]  # this group's query heads
-        # Scores q·k, scaled by 1/sqrt(hd) below: each key row read once for every query head that shares it;
-        # KEYS_AT_ONCE keys per pass give the multiply-adds independent chains (one key at a time waits on each
-        # sum's latency).
-        scores = all_scores[job]
-        grouped = m - m % KEYS_AT_ONCE  # keys taken KEYS_AT_ONCE at a time; the rest one by one
-        for j in range(0, grouped, KEYS_AT_ONCE):
-            for c in range(0, KEYS_AT_ONCE * hd, FLOATS_PER_LINE):
-                _prefetch(k, start + j + ahead, c)
-            k0, k1, k2, k3 = k[start + j], k[start + j + 1], k[start + j + 2], k[start + j + 3]
-            for r in range(rep):
-                qr = mine[r]
-                s0, s1, s2, s3 = np.float32(0), np.float32(0), np.float32(0), np.float32(0)
-                for d in range(hd):
-                    s0 += qr[d] * k0[d]
-                    s1 += qr[d] * k1[d]
-                    s2 += qr[d] * k2[d]
-                    s3 += qr[d] * k3[d]
-                scores[r, j], scores[r, j + 1], scores[r, j + 2], scores[r, j + 3] = s0, s1, s2, s3
-        for j in range(grouped, m):
-            for r in range(rep):
-                s = np.float32(0)
-                for d in range(hd):
-                    s += mine[r, d] * k[start + j, d]
-                scores[r, j] = s
-        # Softmax numerators, exp(score - max), and their sum.
-        powers = all_powers[job, :m]
-        for r in range(rep):
-            row = scores[r, :m]
-            top = row[0]
-            for j in range(1, m):
-                top = max(top, row[j])
-            for j in range(m):  # scaling after the maximum: the scale is positive, so the maximum is the same key's
-                row[j] = (row[j] - top) * scale
-            total = _exp_row(row, powers, np.float32(0))
-            part_max[job, r], part_sum[job, r] = top * scale, total
-        # Weighted values: each value row read once likewise; KEYS_AT_ONCE rows per pass store the sums a quarter
-        # as often (one row at a time, every multiply-add waited on the last one's store).
-        mixed = part_out[job]  # (rep, hd), zeros
-        for j in range(0, grouped, KEYS_AT_ONCE):
-            for c in range(0, KEYS_AT_ONCE * hd, FLOATS_PER_LINE):
-                _prefetch(v, start + j + ahead, c)
-            v0, v1, v2, v3 = v[start + j], v[start + j + 1], v[start + j + 2], v[start + j + 3]
-            for r in range(rep):
-                w0, w1, w2, w3 = scores[r, j], scores[r, j + 1], scores[r, j + 2], scores[r, j + 3]
-                sums = mixed[r]
-                for d in range(hd):
-                    sums[d] += w0 * v0[d] + w1 * v1[d] + w2 * v2[d] + w3 * v3[d]
-        for j in range(grouped, m):
-            for r in range(rep):
-                weight = scores[r, j]
-                for d in range(hd):
-                    mixed[r, d] += weight * v[start + j, d]
+        first = start
+        while vectors in (1, 2, 4, 8) and first + KEYS_A_BLOCK <= stop:
+            if vectors == 4:
+                _attend_4_vectors(k, v, first, mine, scale, tops, sums, mixed, block_scratch[job])
+            elif vectors == 8:
+                _attend_8_vectors(k, v, first, mine, scale, tops, sums, mixed, block_scratch[job])
+            elif vectors == 2:
+                _attend_2_vectors(k, v, first, mine, scale, tops, sums, mixed, block_scratch[job])
+            else:
+                _attend_1_vector(k, v, first, mine, scale, tops, sums, mixed, block_scratch[job])
+            first += KEYS_A_BLOCK
+        while first < stop:
+            last = min(stop, first + KEYS_A_BLOCK)
+            _attend_keys(k, v, first, last, mine, scale, tops, sums, mixed, key_scores[job], key_powers[job])
+            first = last
     # Combine the parts: rescale each by exp(its max - the overall max). A few thousand multiply-adds, on one
     # core: a second parallel region would cost more to start than the work.
     for head_index in range(n * heads):

@@ -157,11 +157,16 @@ def test_an_unknown_kernel_setting_names_the_allowed_values(monkeypatch):
         kernels.enabled()
 
 
-@pytest.mark.parametrize(("sequences", "context"), [(1, 1), (1, 2), (1, 255), (1, 257), (1, 4096), (3, 100),
-                                                    (8, 513), (64, 512)])
-def test_one_token_attention_equals_numpy(sequences, context):
+# SmolLM2's heads (9 query heads, 3 KV heads of 64) at contexts shorter than a block of keys, of whole blocks and
+# not, in one part and in several; then other shapes: the tiny model's (2 heads of 16 to a KV head), a head dimension
+# of no whole vectors (48), 8 vectors with AVX-512 (128), one query head a KV head.
+@pytest.mark.parametrize(("sequences", "context", "heads", "kv_heads", "hd"), [
+    (1, 1, 9, 3, 64), (1, 2, 9, 3, 64), (1, 255, 9, 3, 64), (1, 257, 9, 3, 64), (1, 4096, 9, 3, 64), (3, 100, 9, 3, 64),
+    (8, 513, 9, 3, 64), (64, 512, 9, 3, 64), (2, 300, 4, 2, 16), (3, 77, 8, 2, 48), (2, 600, 8, 1, 128),
+    (2, 40, 4, 4, 32)])
+def test_one_token_attention_equals_numpy(sequences, context, heads, kv_heads, hd):
     rng = np.random.default_rng(sequences * 7 + context)
-    layers, kv_heads, heads, hd, spare = 2, 3, 9, 64, 5
+    layers, spare = 2, 5
     shape = (layers, sequences + 2, kv_heads, context + spare, hd)
     keys, values = rng.standard_normal(shape, dtype=np.float32), rng.standard_normal(shape, dtype=np.float32)
     keys[..., context:, :] = np.nan  # rows past every sequence's length must not be read
@@ -284,8 +289,9 @@ def test_the_kernel_tests_pass_with_the_work_split_over_two_threads():
 @pytest.mark.slow
 def test_the_products_equal_numpy_when_compiled_for_a_cpu_without_avx512():
     """Without AVX-512 the tiled products use 8-float vectors and 6 input rows a tile, not 16 and 12 (a prompt's
-    attention panels 3 query rows, not 6), and the GGUF formats' blocks go in groups of 8 rows, not 16: the
-    product tests of this file and of the formats' run again as compiled for such a CPU (Haswell's AVX2)."""
+    attention panels 3 query rows, not 6; a decode step's attention blocks of 8 keys, not 16), and the GGUF formats'
+    blocks go in groups of 8 rows, not 16: the product and attention tests of this file and the formats' product
+    tests run again as compiled for such a CPU (Haswell's AVX2)."""
     env = {**os.environ, "NUMBA_CPU_NAME": "haswell"}
     env.pop("NUMBA_CPU_FEATURES", None)
     repo = Path(__file__).resolve().parents[2]
@@ -294,7 +300,8 @@ def test_the_products_equal_numpy_when_compiled_for_a_cpu_without_avx512():
     assert lanes.stdout.strip() == "8", lanes.stdout + lanes.stderr
     command = [sys.executable, "-m", "pytest", __file__, str(Path(__file__).with_name("test_core_formats.py")), "-q",
                "-p", "no:cacheprovider", "-p", "no:xdist",
-               "-k", "rows_times_weight or prompt_attention or kernel_equals_dequantize or half_rows_of_any_length"]
+               "-k", "rows_times_weight or prompt_attention or one_token_attention or kernel_equals_dequantize"
+               " or half_rows_of_any_length"]
     result = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert " passed" in result.stdout and "failed" not in result.stdout
