@@ -49,6 +49,9 @@ os.environ.setdefault("NUMBA_THREADING_LAYER_PRIORITY", "omp tbb workqueue")
 os.environ.setdefault("GOMP_SPINCOUNT", "30000")
 
 import numba  # noqa: E402 -- configured above
+
+if not numba.config.CACHE_DIR:  # numba was imported before this module, without the variable: its setting still counts
+    numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
 from llvmlite import binding as llvm  # noqa: E402
 from llvmlite import ir  # noqa: E402 -- numba's own code generator
 from numba import njit, prange, types  # noqa: E402
@@ -1028,7 +1031,9 @@ def _attend_keys(k, v, first, stop, mine, scale, tops, sums, mixed, scores, powe
                 mixed[r, d] += scores[j] * v[first + j, d]
 
 
-@njit(parallel=True, fastmath=FAST, cache=True)
+# error_model="numpy": a NaN in the inputs (a model gone wrong) comes out as NaN, as from the numpy path, where
+# numba's default would raise ZeroDivisionError from the division of the parts' sums.
+@njit(parallel=True, fastmath=FAST, cache=True, error_model="numpy")
 def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, threads, out):  # pragma: no cover
     n, heads, hd = q.shape
     kv_heads = keys.shape[2]

@@ -151,6 +151,17 @@ def test_linear_uses_the_kernel_for_any_rows_its_tiles_fit_and_blas_for_many_row
     assert calls == [(3 * kernels.MAX_KERNEL_ROWS + 1, tiled.shape[1]), (kernels.MAX_KERNEL_ROWS, 4)]
 
 
+def test_compiled_code_goes_to_the_per_user_cache_even_when_numba_was_imported_first(tmp_path):
+    """A script that imports numba before the simulations (a benchmark, an experiment) must not leave numba's cache
+    files beside the sources."""
+    env = {**os.environ, "PD_CACHE_DIR": str(tmp_path)}
+    env.pop("NUMBA_CACHE_DIR", None)
+    code = "import numba\nfrom simulations import kernels\nprint(numba.config.CACHE_DIR)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip() == str(tmp_path / "numba"), result.stdout + result.stderr
+
+
 def test_an_unknown_kernel_setting_names_the_allowed_values(monkeypatch):
     monkeypatch.setenv("PD_KERNELS", "cuda")
     with pytest.raises(ValueError, match="PD_KERNELS='cuda'.*numba, numpy"):
@@ -179,6 +190,18 @@ def test_one_token_attention_equals_numpy(sequences, context, heads, kv_heads, h
                             lengths)
     assert np.isfinite(got).all()
     close(got, want)
+
+
+def test_one_token_attention_of_a_nan_query_is_nan_as_in_numpy():
+    """A model gone wrong (a NaN in its queries) gets NaN back, as from the numpy path, not an exception."""
+    rng = np.random.default_rng(5)
+    keys = rng.standard_normal((1, 2, 3, 40, 64), dtype=np.float32)
+    q = rng.standard_normal((2, 9, 64), dtype=np.float32)
+    q[1] = np.nan
+    got = kernels.one_token_attention(q, keys, keys, 0, 0, np.array([40, 40]))
+    want = decode_attention(q, keys[0], keys[0], np.array([40, 40]))
+    assert np.isnan(got[1]).all() and np.isnan(want[1]).all()
+    close(got[0], want[0])
 
 
 # (new tokens, keys before them, query heads, KV heads, head dimension): one token; a prompt shorter than a key block,
