@@ -10,8 +10,9 @@
   weights are read once either way (benchmarks/README.md).
 - `one_token_attention` (from `model.transformer_block`): one new token per sequence attends over its
   KV cache. Each cached key and value row is read once for all the query heads that share it
-  (grouped-query attention), in parallel over sequences × KV heads × parts of the context, each part's
-  softmax combined by its running maximum (a numerically stable "flash-decoding" split).
+  (grouped-query attention), in parallel over sequences × KV heads × parts of the context, each part a block of
+  keys at a time with a running softmax, the parts combined by their maxima (a numerically stable
+  "flash-decoding" split).
 - `prompt_attention` (from `model.attention`): a prompt's queries attend causally over their keys, block by
   block as FlashAttention does, the scores never stored: a prompt's attention in two register-blocked products
   a block, with the running softmax between them.
@@ -829,13 +830,15 @@ def _dequantize_q4_in_tiles(blocks, with_min, tiles):  # pragma: no cover -- com
 TOKENS_PER_PART = 256  # the shortest part of a context one core attends over on its own
 # A part's keys go a block at a time, as flash-decoding's do: KEYS_A_BLOCK keys' scores for every query head that
 # shares them (one vector of scores a head), the running softmax's step, then the block's values mixed in. The block's
-# keys and values are read one after the other, each row in order, and each block asks for the next one's rows as
-# it reads its own. Until the thirteenth session a part's scores came first, then its softmax, then its values: on an
-# Intel Xeon its memory delivered a pass over 512 keys, then one over 512 values, at 17 GB/s of the 35 measured for a
-# plain read (30 layers, 16 users at 512 tokens: 22 ms), and a plain loop reading the same rows the same way,
-# with no arithmetic, at 21; the blocks, 21-23 (17 ms). In the L1 cache the blocks' arithmetic runs at about 35 GB/s
-# a core (their scores: four multiply-adds a key and head, and one tree of shuffles that adds up each key's lanes
-# into one vector of scores), the old loops' at about 15 (benchmarks/README.md, "Thirteenth session").
+# keys and values are read one after the other, each row in order, and the first head's pass over each asks for the
+# next block's rows as it reads its own. Until the thirteenth session a part's scores came first, then its softmax,
+# then its values, each pass over all of the part's keys: on an Intel Xeon memory delivered them at about 17 GB/s of
+# the 33-36 a plain read gets, and a plain loop reading the same rows in the same order, with no arithmetic, got 21;
+# keys and values a block at a time, 21-23 (with no arithmetic, 25-28). A core computes a block from its L1 cache in
+# about 0.22 µs (37 GB/s of keys and values: per key and head four multiply-adds for its score, a share of one tree
+# of shuffles that adds up each key's lanes, four for its value); the same steps as plain numba loops took 0.55-0.6.
+# A step's attention at 512 tokens, interleaved against the old kernel, 1 / 4 / 16 / 64 users: 2.17 / 6.44 / 23.3 /
+# 93.1 -> 1.93 / 5.29 / 19.6 / 75.6 ms (benchmarks/README.md, "Thirteenth session").
 KEYS_A_BLOCK = TILE_LANES
 
 
@@ -1000,9 +1003,8 @@ def _key_block_intrinsic(n_vectors):
     return attend
 
 
-# A head dimension of 1, 2, 4 or 8 vectors (SmolLM2's 64: 4 with AVX-512, 8 with AVX2); any other goes key by key.
-_attend_1_vector = _key_block_intrinsic(1)
-_attend_2_vectors = _key_block_intrinsic(2)
+# A head dimension of 4 or 8 vectors (SmolLM2's 64: 4 with AVX-512, 8 with AVX2; 128 with AVX-512); any other goes
+# key by key (the tiny test model's 16). Each variant adds about a second to the kernels' cold compile.
 _attend_4_vectors = _key_block_intrinsic(4)
 _attend_8_vectors = _key_block_intrinsic(8)
 
@@ -1070,15 +1072,11 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, thr
         k, v = keys[layer, slot, group], values[layer, slot, group]  # (max_tokens, hd)
         mine = q[seq, group * rep:(group + 1) * rep]  # this group's query heads
         first = start
-        while vectors in (1, 2, 4, 8) and first + KEYS_A_BLOCK <= stop:
+        while (vectors == 4 or vectors == 8) and first + KEYS_A_BLOCK <= stop:
             if vectors == 4:
                 _attend_4_vectors(k, v, first, mine, scale, tops, sums, mixed, block_scratch[job])
-            elif vectors == 8:
-                _attend_8_vectors(k, v, first, mine, scale, tops, sums, mixed, block_scratch[job])
-            elif vectors == 2:
-                _attend_2_vectors(k, v, first, mine, scale, tops, sums, mixed, block_scratch[job])
             else:
-                _attend_1_vector(k, v, first, mine, scale, tops, sums, mixed, block_scratch[job])
+                _attend_8_vectors(k, v, first, mine, scale, tops, sums, mixed, block_scratch[job])
             first += KEYS_A_BLOCK
         while first < stop:
             last = min(stop, first + KEYS_A_BLOCK)
