@@ -1114,6 +1114,7 @@ def _one_token_attention(q, keys, values, layer, first_slot, lengths, scale, thr
 # rows and masked the future. Both products are the GEMM micro-kernel's shape, C (rows × 4 vectors) += A B:
 # the scores read the keys transposed (hd × keys, made once a call), the mixing reads the values as stored.
 KEY_BLOCK = 4 * TILE_LANES  # keys a panel takes at once: four vectors of scores per query row
+PANELS_A_JOB = 4  # neighbouring panels one job takes together, each block of keys in turn (see _prompt_attention)
 
 
 def _ir_exp(builder, x):
@@ -1283,65 +1284,81 @@ def _prompt_attention(q, transposed, values, scale, threads, out):  # pragma: no
     past = lk - tq  # keys before the first query
     rows = tq * rep  # a KV head's query rows, token after token, its `rep` query heads each
     panels = (rows + PANEL_QUERY_ROWS - 1) // PANEL_QUERY_ROWS
-    jobs = kv_heads * panels
-    # Each core takes every `threads`-th job, panel after panel, so each gets as many late (long, causal)
-    # panels as early ones; its scratch is made once, not for each job (a 64-token prompt's panel computes
-    # in about a microsecond, its eight arrays took as long to allocate). The jobs go KV head by KV head, so the
-    # cores work on one head's keys and values at a time (1 MiB at 2048 tokens, within a core's L2 cache); taken
-    # head after head in turn, each core's panels read all three heads' (3 MiB), and on an Intel Xeon a layer at
-    # 2048 tokens took 26.0 ms against 21.3 (1024 tokens: 5.22 against 5.15).
+    runs = (panels + PANELS_A_JOB - 1) // PANELS_A_JOB  # a job's panels: PANELS_A_JOB neighbours
+    jobs = kv_heads * runs
+    # Each core takes every `threads`-th job, job after job, so each gets as many late (long, causal) panels as
+    # early ones; its scratch is made once, not for each job (a 64-token prompt's panel computes in about a
+    # microsecond, its eight arrays took as long to allocate). The jobs go KV head by KV head, so the cores work on
+    # one head's keys and values at a time (1 MiB at 2048 tokens, within a core's L2 cache); taken head after head
+    # in turn, each core's panels read all three heads' (3 MiB), and on an Intel Xeon a layer at 2048 tokens took
+    # 26.0 ms against 21.3 (1024 tokens: 5.22 against 5.15). A job's panels take each block of keys in turn, while
+    # its keys and values (16 KiB each) are in the L1 cache: one panel a job, each block came from the L2 for each
+    # panel, and the products ran at 0.87 (values) and 0.79 (scores) of their speed from the L1. Interleaved in one
+    # process, 256 / 1024 / 2048 tokens, against one panel a job: two 1.00 / 0.97 / 0.93-0.94 of the time, four 0.94
+    # / 0.94-0.95 / 0.91, eight 0.94 / 0.96 / 0.87 (benchmarks/README.md).
     for worker in prange(threads):
-        queries = np.empty((PANEL_QUERY_ROWS, hd), dtype=F32)
-        limits = np.empty(PANEL_QUERY_ROWS, dtype=np.int64)  # row r sees keys 0 .. limits[r] - 1
-        visible = np.empty(PANEL_QUERY_ROWS, dtype=np.int64)  # of a block's keys, the first visible[r]
-        numerators = np.empty((PANEL_QUERY_ROWS, KEY_BLOCK), dtype=F32)  # a block's exp(score - highest)
-        highest = np.empty(PANEL_QUERY_ROWS, dtype=F32)  # each row's largest score so far
-        sums = np.empty(PANEL_QUERY_ROWS, dtype=F32)  # its numerators' sum
-        block_sums = np.empty(PANEL_QUERY_ROWS, dtype=F32)
-        shrink = np.empty(PANEL_QUERY_ROWS, dtype=F32)
-        mixed = np.empty((PANEL_QUERY_ROWS, hd), dtype=F32)  # Σ numerator · value
+        queries = np.empty((PANELS_A_JOB, PANEL_QUERY_ROWS, hd), dtype=F32)
+        limits = np.empty((PANELS_A_JOB, PANEL_QUERY_ROWS), dtype=np.int64)  # row r sees keys 0 .. limits[r] - 1
+        visible = np.empty((PANELS_A_JOB, PANEL_QUERY_ROWS), dtype=np.int64)  # of a block's keys, the first visible[r]
+        numerators = np.empty((PANELS_A_JOB, PANEL_QUERY_ROWS, KEY_BLOCK), dtype=F32)  # a block's exp(score - highest)
+        highest = np.empty((PANELS_A_JOB, PANEL_QUERY_ROWS), dtype=F32)  # each row's largest score so far
+        sums = np.empty((PANELS_A_JOB, PANEL_QUERY_ROWS), dtype=F32)  # its numerators' sum
+        block_sums = np.empty((PANELS_A_JOB, PANEL_QUERY_ROWS), dtype=F32)
+        shrink = np.empty((PANELS_A_JOB, PANEL_QUERY_ROWS), dtype=F32)
+        mixed = np.empty((PANELS_A_JOB, PANEL_QUERY_ROWS, hd), dtype=F32)  # Σ numerator · value
+        counts = np.empty(PANELS_A_JOB, dtype=np.int64)  # each panel's query rows (the last job's may have none)
         for job in range(worker, jobs, threads):
-            g, panel = job // panels, job % panels
-            first_row = panel * PANEL_QUERY_ROWS
-            n = min(PANEL_QUERY_ROWS, rows - first_row)
-            queries[:] = 0
-            limits[:] = 0  # rows past the last query see no key: their numerators are 0
-            highest[:] = -np.inf
-            sums[:] = 0
-            mixed[:] = 0
-            for r in range(n):
-                t, h = (first_row + r) // rep, g * rep + (first_row + r) % rep
-                for d in range(hd):
-                    queries[r, d] = q[t, h, d] * scale
-                limits[r] = past + t + 1
-            end = limits[n - 1]
-            for first_key in range(0, end, KEY_BLOCK):
-                for r in range(PANEL_QUERY_ROWS):
-                    visible[r] = limits[r] - first_key
-                block = transposed[g, first_key // KEY_BLOCK]
-                if limits[0] - first_key >= KEY_BLOCK:
-                    _whole_block_numerators(queries, block, 0, 0, hd, numerators, 0, visible, highest, block_sums,
-                                            shrink)
-                else:
-                    _block_numerators(queries, block, 0, 0, hd, numerators, 0, visible, highest, block_sums, shrink)
+            g, run = job // runs, job % runs
+            end = 0
+            for p in range(PANELS_A_JOB):
+                first_row = (run * PANELS_A_JOB + p) * PANEL_QUERY_ROWS
+                n = max(0, min(PANEL_QUERY_ROWS, rows - first_row))
+                counts[p] = n
+                queries[p] = 0
+                limits[p] = 0  # rows past the last query see no key: their numerators are 0
+                highest[p] = -np.inf
+                sums[p] = 0
+                mixed[p] = 0
                 for r in range(n):
-                    if shrink[r] != 1:  # a larger score: what was summed shrinks to the new scale
-                        sums[r] *= shrink[r]
-                        for d in range(hd):
-                            mixed[r, d] *= shrink[r]
-                    sums[r] += block_sums[r]
-                count = min(KEY_BLOCK, end - first_key)
-                for column in range(0, hd - 4 * TILE_LANES + 1, 4 * TILE_LANES):
-                    _mix_4_vectors(numerators, values[g], first_key, column, count, mixed, column, visible, highest,
-                                   block_sums, shrink)
-                for column in range(hd // (4 * TILE_LANES) * 4 * TILE_LANES, hd, TILE_LANES):
-                    _mix_1_vector(numerators, values[g], first_key, column, count, mixed, column, visible, highest,
-                                  block_sums, shrink)
-            for r in range(n):
-                t, h = (first_row + r) // rep, g * rep + (first_row + r) % rep
-                share = 1 / sums[r]  # one division a row, not one an element
-                for d in range(hd):
-                    out[t, h, d] = mixed[r, d] * share
+                    t, h = (first_row + r) // rep, g * rep + (first_row + r) % rep
+                    for d in range(hd):
+                        queries[p, r, d] = q[t, h, d] * scale
+                    limits[p, r] = past + t + 1
+                    end = max(end, limits[p, r])
+            for first_key in range(0, end, KEY_BLOCK):
+                block = transposed[g, first_key // KEY_BLOCK]
+                for p in range(PANELS_A_JOB):
+                    n = counts[p]
+                    if n == 0 or limits[p, n - 1] <= first_key:  # the panel's rows see none of this block
+                        continue
+                    for r in range(PANEL_QUERY_ROWS):
+                        visible[p, r] = limits[p, r] - first_key
+                    if limits[p, 0] - first_key >= KEY_BLOCK:
+                        _whole_block_numerators(queries[p], block, 0, 0, hd, numerators[p], 0, visible[p], highest[p],
+                                                block_sums[p], shrink[p])
+                    else:
+                        _block_numerators(queries[p], block, 0, 0, hd, numerators[p], 0, visible[p], highest[p],
+                                          block_sums[p], shrink[p])
+                    for r in range(n):
+                        if shrink[p, r] != 1:  # a larger score: what was summed shrinks to the new scale
+                            sums[p, r] *= shrink[p, r]
+                            for d in range(hd):
+                                mixed[p, r, d] *= shrink[p, r]
+                        sums[p, r] += block_sums[p, r]
+                    count = min(KEY_BLOCK, limits[p, n - 1] - first_key)
+                    for column in range(0, hd - 4 * TILE_LANES + 1, 4 * TILE_LANES):
+                        _mix_4_vectors(numerators[p], values[g], first_key, column, count, mixed[p], column, visible[p],
+                                       highest[p], block_sums[p], shrink[p])
+                    for column in range(hd // (4 * TILE_LANES) * 4 * TILE_LANES, hd, TILE_LANES):
+                        _mix_1_vector(numerators[p], values[g], first_key, column, count, mixed[p], column, visible[p],
+                                      highest[p], block_sums[p], shrink[p])
+            for p in range(PANELS_A_JOB):
+                first_row = (run * PANELS_A_JOB + p) * PANEL_QUERY_ROWS
+                for r in range(counts[p]):
+                    t, h = (first_row + r) // rep, g * rep + (first_row + r) % rep
+                    share = 1 / sums[p, r]  # one division a row, not one an element
+                    for d in range(hd):
+                        out[t, h, d] = mixed[p, r, d] * share
 
 
 # --- element-wise work ---------------------------------------------------------------------------------
