@@ -1306,13 +1306,16 @@ def _prompt_attention(q, transposed, values, scale, threads, out):  # pragma: no
         block_sums = np.empty((PANELS_A_JOB, PANEL_QUERY_ROWS), dtype=F32)
         shrink = np.empty((PANELS_A_JOB, PANEL_QUERY_ROWS), dtype=F32)
         mixed = np.empty((PANELS_A_JOB, PANEL_QUERY_ROWS, hd), dtype=F32)  # Σ numerator · value
-        counts = np.empty(PANELS_A_JOB, dtype=np.int64)  # each panel's query rows (the last job's may have none)
+        counts = np.empty(PANELS_A_JOB, dtype=np.int64)  # each panel's query rows
         for job in range(worker, jobs, threads):
             g, run = job // runs, job % runs
+            # A runtime count, the last job's maybe fewer: with the constant, LLVM unrolled the loops over a job's
+            # panels, and their intrinsics took the kernels' cold compile 1.5 s longer.
+            job_panels = min(PANELS_A_JOB, panels - run * PANELS_A_JOB)
             end = 0
-            for p in range(PANELS_A_JOB):
+            for p in range(job_panels):
                 first_row = (run * PANELS_A_JOB + p) * PANEL_QUERY_ROWS
-                n = max(0, min(PANEL_QUERY_ROWS, rows - first_row))
+                n = min(PANEL_QUERY_ROWS, rows - first_row)
                 counts[p] = n
                 queries[p] = 0
                 limits[p] = 0  # rows past the last query see no key: their numerators are 0
@@ -1327,9 +1330,9 @@ def _prompt_attention(q, transposed, values, scale, threads, out):  # pragma: no
                     end = max(end, limits[p, r])
             for first_key in range(0, end, KEY_BLOCK):
                 block = transposed[g, first_key // KEY_BLOCK]
-                for p in range(PANELS_A_JOB):
+                for p in range(job_panels):
                     n = counts[p]
-                    if n == 0 or limits[p, n - 1] <= first_key:  # the panel's rows see none of this block
+                    if limits[p, n - 1] <= first_key:  # the panel's rows see none of this block
                         continue
                     for r in range(PANEL_QUERY_ROWS):
                         visible[p, r] = limits[p, r] - first_key
@@ -1352,7 +1355,7 @@ def _prompt_attention(q, transposed, values, scale, threads, out):  # pragma: no
                     for column in range(hd // (4 * TILE_LANES) * 4 * TILE_LANES, hd, TILE_LANES):
                         _mix_1_vector(numerators[p], values[g], first_key, column, count, mixed[p], column, visible[p],
                                       highest[p], block_sums[p], shrink[p])
-            for p in range(PANELS_A_JOB):
+            for p in range(job_panels):
                 first_row = (run * PANELS_A_JOB + p) * PANEL_QUERY_ROWS
                 for r in range(counts[p]):
                     t, h = (first_row + r) // rep, g * rep + (first_row + r) % rep
