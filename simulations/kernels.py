@@ -1294,8 +1294,8 @@ def _prompt_attention(q, transposed, values, scale, threads, out):  # pragma: no
     # 26.0 ms against 21.3 (1024 tokens: 5.22 against 5.15). A job's panels take each block of keys in turn, while
     # its keys and values (16 KiB each) are in the L1 cache: one panel a job, each block came from the L2 for each
     # panel, and the products ran at 0.87 (values) and 0.79 (scores) of their speed from the L1. Interleaved in one
-    # process, 256 / 1024 / 2048 tokens, against one panel a job: two 1.00 / 0.97 / 0.93-0.94 of the time, four 0.94
-    # / 0.94-0.95 / 0.91, eight 0.94 / 0.96 / 0.87 (benchmarks/README.md).
+    # process, 256 / 1024 / 2048 tokens, against one panel a job: two 0.95-1.00 / 0.97 / 0.93-0.94 of the time, four
+    # 0.94-0.99 / 0.94-0.95 / 0.91-0.93, eight 0.94 / 0.96 / 0.87 (benchmarks/README.md).
     for worker in prange(threads):
         queries = np.empty((PANELS_A_JOB, PANEL_QUERY_ROWS, hd), dtype=F32)
         limits = np.empty((PANELS_A_JOB, PANEL_QUERY_ROWS), dtype=np.int64)  # row r sees keys 0 .. limits[r] - 1
