@@ -245,15 +245,8 @@ def _ir_prefetch(builder, pointer, locality=3):
     builder.call(function, [pointer, ir.Constant(_I32, 0), ir.Constant(_I32, locality), ir.Constant(_I32, 1)])
 
 
-@intrinsic
-def _prefetch(typingctx, array, row, column):
-    """Ask for the cache line holding array[row, column] (a 2-D array), with no bounds check: past the end it
-    is only a hint, never a fault."""
-    def codegen(context, builder, signature, args):
-        _, pointer = _ir_address(context, builder, signature.args[0], args[0], [args[1], args[2]])
-        _ir_prefetch(builder, builder.bitcast(pointer, _I8.as_pointer()))
-        return context.get_dummy_value()
-    return types.void(array, row, column), codegen
+def _ir_larger(builder, x, y):  # max, as the CPU's max instruction (which passes y on where x is NaN)
+    return builder.select(builder.fcmp_ordered(">", x, y), x, y)
 
 
 # --- rows times a float32 weight matrix -----------------------------------------------------------------------
@@ -940,8 +933,8 @@ def _key_block_intrinsic(n_vectors):
                 pointer = builder.gep(scratch_first, [builder.add(builder.mul(r, at(2 * KEYS_A_BLOCK)), at(which * KEYS_A_BLOCK))])
                 return builder.bitcast(pointer, _TILE.as_pointer())
 
-            def larger(x, y):  # max, as the CPU's max instruction (no NaN here)
-                return builder.select(builder.fcmp_ordered(">", x, y), x, y)
+            def larger(x, y):
+                return _ir_larger(builder, x, y)
 
             # Scores, head after head, each key's row read in order (the first head's from memory; it asks for the
             # next block's keys as it goes), each key's lanes added up by one tree for the block.
@@ -1207,8 +1200,8 @@ def _panel_product_intrinsic(n_rows, n_vectors, numerators, masked=True):
             lanes_i32 = ir.VectorType(_I32, TILE_LANES)
             minus_infinity = ir.Constant(_F32, float("-inf"))
 
-            def larger(x, y):  # max, as the CPU's max instruction (no NaN here)
-                return builder.select(builder.fcmp_ordered(">", x, y), x, y)
+            def larger(x, y):
+                return _ir_larger(builder, x, y)
 
             differences = ir.Constant(_TILE, [0.0] * TILE_LANES)  # each row's old maximum - new, one lane a row
             for r, row in enumerate(sums):
