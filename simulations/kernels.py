@@ -824,8 +824,8 @@ TOKENS_PER_PART = 256  # the shortest part of a context one core attends over on
 # A part's keys go a block at a time, as flash-decoding's do: KEYS_A_BLOCK keys' scores for every query head that
 # shares them (one vector of scores a head), the running softmax's step, then the block's values mixed in. The block's
 # keys and values are read one after the other, each row in order, and the first head's pass over each asks for the
-# next block's rows as it reads its own. Until the thirteenth session a part's scores came first, then its softmax,
-# then its values, each pass over all of the part's keys: on an Intel Xeon memory delivered them at about 17 GB/s of
+# row ASK_ROWS_AHEAD further on as it reads one. Until the thirteenth session a part's scores came first, then its
+# softmax, then its values, each pass over all of the part's keys: on an Intel Xeon memory delivered them at about 17 GB/s of
 # the 33-36 a plain read gets, and a plain loop reading the same rows in the same order, with no arithmetic, got 21;
 # keys and values a block at a time, 21-23 (with no arithmetic, 25-28). A core computes a block from its L1 cache in
 # about 0.22 µs (37 GB/s of keys and values: per key and head four multiply-adds for its score, a share of one tree
@@ -833,6 +833,11 @@ TOKENS_PER_PART = 256  # the shortest part of a context one core attends over on
 # A step's attention at 512 tokens, interleaved against the old kernel, 1 / 4 / 16 / 64 users: 2.17 / 6.44 / 23.3 /
 # 93.1 -> 1.93 / 5.29 / 19.6 / 75.6 ms (benchmarks/README.md, "Thirteenth session").
 KEYS_A_BLOCK = TILE_LANES
+# Half a block ahead (2 KiB of SmolLM2's keys with AVX-512): on an Intel Xeon, against a whole block ahead, a step's
+# attention alone at 16 / 64 users took 0.93-0.97 of the time, whole decode steps at 1 / 4 / 16 / 32 / 64 users
+# 0.985 / 0.99 / 0.975-0.99 / 0.974 / 0.978 (interleaved); two and four blocks ahead were slower (attention alone
+# 1.12 and 1.25 times), asking for nothing 1.02-1.04 times (benchmarks/README.md, "Fourteenth session").
+ASK_ROWS_AHEAD = KEYS_A_BLOCK // 2
 
 
 def one_token_attention(q: np.ndarray, keys: np.ndarray, values: np.ndarray, layer: int, first_slot: int,
@@ -937,7 +942,7 @@ def _key_block_intrinsic(n_vectors):
                 return _ir_larger(builder, x, y)
 
             # Scores, head after head, each key's row read in order (the first head's from memory; it asks for the
-            # next block's keys as it goes), each key's lanes added up by one tree for the block.
+            # keys ASK_ROWS_AHEAD rows on as it goes), each key's lanes added up by one tree for the block.
             with cgutils.for_range(builder, rep) as heads:
                 r = heads.index
                 q_row = builder.gep(mine_first, [builder.mul(r, hd)])
@@ -947,7 +952,7 @@ def _key_block_intrinsic(n_vectors):
                 partial = []
                 for j in range(KEYS_A_BLOCK):
                     with builder.if_then(first_head):
-                        ask_for_row(k_first, k_step, KEYS_A_BLOCK + j)
+                        ask_for_row(k_first, k_step, ASK_ROWS_AHEAD + j)
                     key = row(k_first, k_step, j)
                     total = builder.fmul(_ir_load(builder, key, 0, _TILE, align=4), queries[0])
                     for c in range(1, n_vectors):
@@ -968,8 +973,8 @@ def _key_block_intrinsic(n_vectors):
                 builder.store(shrink, scratch_vector(r, 1), align=4)
                 earlier = builder.fmul(builder.load(sum_at), builder.extract_element(shrink, ir.Constant(_I32, 0)))
                 builder.store(builder.fadd(earlier, _ir_fold(builder, [numerators], builder.fadd)), sum_at)
-            # The values, head after head, each row read in order (the first head's from memory, asking for the next
-            # block's), into two sets of sums taken in turn (one would wait on each multiply-add's latency).
+            # The values, head after head, each row read in order (the first head's from memory, asking for the row
+            # ASK_ROWS_AHEAD on), into two sets of sums taken in turn (one would wait on each multiply-add's latency).
             with cgutils.for_range(builder, rep) as heads:
                 r = heads.index
                 mixed_row = builder.gep(mixed_first, [builder.mul(r, hd)])
@@ -980,7 +985,7 @@ def _key_block_intrinsic(n_vectors):
                 first_head = builder.icmp_signed("==", r, zero)
                 for j in range(KEYS_A_BLOCK):
                     with builder.if_then(first_head):
-                        ask_for_row(v_first, v_step, KEYS_A_BLOCK + j)
+                        ask_for_row(v_first, v_step, ASK_ROWS_AHEAD + j)
                     weight = _ir_splat(builder, builder.load(builder.gep(numerator_row, [at(j)])), _TILE)
                     value = row(v_first, v_step, j)
                     for c in range(n_vectors):
