@@ -209,9 +209,10 @@ def show_formats(result: dict) -> str:
                      **{f"TTFT {n} ms": f["ttft_ms"][n] for n in lengths},
                      "decode ms": f["decode_ms_per_token"], "tok/s": f["tps"], "× F32": f["decode_speedup"],
                      "of GB/s": f["bandwidth_utilization"], "of GFLOP/s": f["compute_utilization"],
+                     "in cache ÷ read": f["cached_product"]["us"] / f["cached_product"]["read_us"],
                      "top-1": f["top1_agreement"], "KL": f["mean_kl"]})
     columns = ["format", "bits/weight", "MB", *(f"TTFT {n} ms" for n in lengths), "decode ms", "tok/s", "× F32",
-               "of GB/s", "of GFLOP/s", "top-1", "KL"]
+               "of GB/s", "of GFLOP/s", "in cache ÷ read", "top-1", "KL"]
     accuracy = result["accuracy"]
     return "\n\n".join([
         f"{result['model']['name']}: the same model in {len(rows)} weight formats ({machine['kernels']}); decode at "
@@ -219,7 +220,10 @@ def show_formats(result: dict) -> str:
         f"{machine['peak_gbps']:,.1f} GB/s)",
         table(rows, columns),
         f"of GB/s: decode's share of the measured bandwidth; of GFLOP/s: the {result['context_tokens']}-token "
-        f"prefill's share of the GEMM peak. Accuracy: top-1 agreement and mean KL(F32 ‖ format) in nats over "
+        f"prefill's share of the GEMM peak; in cache ÷ read: one row times the first layer's "
+        f"{result['formats'][0]['cached_product']['matrix']} with its bytes already in the CPU's caches (the fastest "
+        f"call), ÷ its bytes' time at the measured bandwidth (1 or more: the kernel's arithmetic alone is as slow as "
+        f"memory). Accuracy: top-1 agreement and mean KL(F32 ‖ format) in nats over "
         f"{accuracy['steps']} teacher-forced steps of F32's answer to {accuracy['prompt']!r}; reference: "
         f"{accuracy['reference']}.",
     ])

@@ -13,7 +13,9 @@ roofline, with FLOPs and bytes from the cost model at the format's real bytes pe
 counted). Accuracy: the F32 model's greedy answer to the chapter prompt, then every format reads the same
 tokens (teacher forcing), and its next-token distributions are compared with F32's at each of the answer's
 positions: how often the most likely token is the same (top-1 agreement), and the mean KL divergence
-KL(F32 ‖ format) in nats, the two numbers llama.cpp's `perplexity --kl-divergence` reports.
+KL(F32 ‖ format) in nats, the two numbers llama.cpp's `perplexity --kl-divergence` reports. And each format's
+kernel with its bytes already in the CPU's caches (`cached_product`): whether its arithmetic alone keeps up with
+memory, which a kernel must for decode to speed up as the bytes shrink.
 
 F32 here is the GGUF file dequantized: for SmolLM2 (a Q4_1 file) the file's own format loses nothing
 against it, and F16 and Q8_0 are re-quantizations of already-4-bit weights. The original weights are not
@@ -40,7 +42,7 @@ from .cost import decode_cost, prefill_cost
 from .errors import PromptError, WeightFormatError
 from .gguf_loader import stored_matrices
 from .loader import LoadedModel, bytes_per_weight, model_summary, weights_nbytes
-from .model import KVCache, Weights, decode_step, prefill
+from .model import KVCache, Weights, decode_step, linear, prefill
 from .paths import cache_dir
 from .quantized import BYTES_PER_WEIGHT, FORMATS, QuantizedWeight, check_format, quantize
 from .roofline import best_ceilings, machine_record, measure_peaks, phase_point, ridge_intensity
@@ -50,6 +52,7 @@ from .trace import prepare_prompt
 SCHEMA = "prefill-decode-formats/1"
 CHAPTER_PROMPT = "Explain quantum computing in three sentences."
 MATRICES = ("wqkv", "wo", "w_gate_up", "w_down")  # a layer's matrices; its norms and biases stay float32
+CACHED_MATRIX = "w_gate_up"  # `cached_product`'s: a layer's largest, where a call's fixed cost weighs least
 CACHE_FORMAT = 1  # bump when the layout of the converted-weights cache changes
 
 Progress = Callable[[str, float | None], None] | None
@@ -226,6 +229,21 @@ def _time(run: Callable[[], object]) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def cached_product(m: LoadedModel, bandwidth: float, repeats: int = 40) -> dict[str, Any]:
+    """One decode row times the first layer's CACHED_MATRIX, again and again, so that its bytes are already in the
+    CPU's caches: how long the format's kernel takes when memory is not what it waits for (the fastest of `repeats`
+    calls: a shared machine's load only ever adds), beside how long its bytes take to come from memory at
+    `bandwidth` (bytes/s, the measured ceiling). The kernel's arithmetic taking about as long as the reading, a
+    decode step keeps up with memory only as far as the two overlap."""
+    w = getattr(m.weights.layers[0], CACHED_MATRIX)
+    x = np.random.default_rng(0).standard_normal((1, w.shape[1])).astype(np.float32)
+    for _ in range(3):  # compiled, the weights' kernel copy made, its bytes in the caches
+        linear(x, w)
+    fastest_ms = min(_time(lambda: linear(x, w)) for _ in range(repeats))
+    return {"matrix": CACHED_MATRIX, "bytes": int(w.nbytes), "us": 1000 * fastest_ms,
+            "read_us": 1e6 * w.nbytes / bandwidth}
+
+
 def measure(model: LoadedModel, formats: Sequence[str] | None = None,
             prompt_lengths: Sequence[int] = (128, 512, 2048), context_tokens: int = 512, decode_steps: int = 16,
             repeats: int = 3, accuracy_steps: int = 64, prompt: str = CHAPTER_PROMPT,
@@ -284,6 +302,8 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
 
     if given is None:  # measured on both sides of the phases, as `roofline` does: the faster of the two
         peaks = best_ceilings([peaks, measure_peaks()])
+    report("each format's kernel with its bytes in the caches", None)
+    cached = {name: cached_product(m, peaks["peak_gbps"] * 1e9) for name, m in models.items()}
     report(f"accuracy: F32's answer to the chapter prompt, {accuracy_steps} tokens, read by every format", None)
     ids, answer = answer_ids(models["f32"], prompt, accuracy_steps)
     reference = teacher_forced_logits(models["f32"], ids, answer)
@@ -326,6 +346,7 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
                 "ttft_ms": {str(length): ttft[name][length] for length in lengths},
             },
             "decode": decode,
+            "cached_product": cached[name],
             "prefill": [{"prompt_tokens": length, **prefills[length]} for length in lengths],
             **accuracy,
         })
@@ -354,6 +375,8 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
             "peak (bandwidth for decode, GEMM for the prefill at "
             f"{context_tokens if context_tokens in prefills else lengths[-1]} tokens). Accuracy: F32's greedy "
             f"answer of {accuracy_steps} tokens to the chat prompt, read by every format (teacher forcing); "
-            "top-1 agreement with F32's next-token choice and KL(F32 ‖ format) in nats at each answer position."
+            "top-1 agreement with F32's next-token choice and KL(F32 ‖ format) in nats at each answer position. "
+            f"Cached product: one row times the first layer's {CACHED_MATRIX} in the format, repeated with its "
+            "bytes in the CPU's caches, the fastest call; read time: its bytes ÷ the measured bandwidth."
         ),
     }

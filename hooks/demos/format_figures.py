@@ -90,6 +90,11 @@ def figure(key: str, arg: str | None, result: dict[str, Any], lang: str) -> Figu
         "compute_util": lambda: number(prefill["compute_utilization"], fmt.percent),
         "decode_intensity": lambda: Figure(float(row["decode"]["intensity"]),
                                            fmt.with_unit(row["decode"]["intensity"], "FLOP/byte", lang), "measured"),
+        # the format's kernel with one matrix's bytes already in the CPU's caches, beside their reading from memory
+        "cached_mb": lambda: number(row["cached_product"]["bytes"], fmt.megabytes),
+        "cached_us": lambda: number(row["cached_product"]["us"], microseconds),
+        "cached_read_us": lambda: number(row["cached_product"]["read_us"], microseconds),
+        "cached_vs_read": lambda: number(row["cached_product"]["us"] / row["cached_product"]["read_us"], ratio_text),
         "top1": lambda: number(row["top1_agreement"], fmt.percent),
         "kl": lambda: Figure(float(row["mean_kl"]), kl_text(row["mean_kl"], lang), "measured"),
     }[key]()
@@ -101,6 +106,10 @@ def ratio_text(ratio: float, lang: str) -> str:
     if ratio < 1:
         return f"{fmt.number(ratio, lang, 2)}{fmt.number_word('numbers.times', lang)}"
     return fmt.times(ratio, lang)
+
+
+def microseconds(value: float, lang: str) -> str:
+    return fmt.with_unit(value, "µs", lang)
 
 
 def kl_text(nats: float, lang: str) -> str:

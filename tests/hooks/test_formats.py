@@ -41,6 +41,15 @@ def test_decode_speeds_up_with_the_bytes_and_the_figures_say_how_much(measuremen
     assert figure(measurements, "formats.bits@q4").text == "5.0"
 
 
+def test_the_kernels_arithmetic_with_its_bytes_in_the_caches_beside_their_reading(measurements):
+    """The stated cause of a 4-bit decode that falls short of its bytes, as figures the prose can check."""
+    assert figure(measurements, "formats.cached_us@q4").text == "60 µs"
+    assert figure(measurements, "formats.cached_read_us@q4").text == "50 µs"
+    assert figure(measurements, "formats.cached_mb@q4").text == "1.25 MB"
+    assert figure(measurements, "formats.cached_vs_read@q4").value == pytest.approx(1.2)
+    assert figure(measurements, "formats.cached_vs_read@f32", "zh").text == "0.19 倍"
+
+
 def test_a_format_slower_than_f32_shows_two_decimals_not_a_rounded_one():
     from hooks.demos.format_figures import ratio_text
 
