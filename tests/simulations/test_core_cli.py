@@ -70,3 +70,13 @@ def test_a_count_below_one_is_refused_naming_what_is_allowed(capsys):
         main(["sweep", "--model", "tiny", "--decode-steps", "0"])
     assert exited.value.code == 2
     assert "--decode-steps: expected a whole number of at least 1, got '0'" in capsys.readouterr().err
+
+
+def test_formats_prints_each_formats_kernel_in_cache_beside_its_reading(capsys, monkeypatch):
+    import simulations.formats as formats
+
+    monkeypatch.setattr(formats, "measure_peaks", lambda: {"peak_gflops": 50.0, "peak_gbps": 10.0})  # not 3.8 GB of reads
+    assert main(["formats", "--model", "tiny", "--prompt-lengths", "16", "--context-tokens", "16", "--decode-steps", "2",
+                 "--accuracy-steps", "2", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "in cache ÷ read" in out and "w_gate_up" in out and "Q4_1" in out
