@@ -14,8 +14,8 @@ counted). Accuracy: the F32 model's greedy answer to the chapter prompt, then ev
 tokens (teacher forcing), and its next-token distributions are compared with F32's at each of the answer's
 positions: how often the most likely token is the same (top-1 agreement), and the mean KL divergence
 KL(F32 ‖ format) in nats, the two numbers llama.cpp's `perplexity --kl-divergence` reports. And each format's
-kernel with its bytes already in the CPU's caches (`cached_product`): whether its arithmetic alone keeps up with
-memory, which a kernel must for decode to speed up as the bytes shrink.
+kernel with its bytes already in the CPU's caches (`cached_product`): whether its own work, waiting for no memory,
+keeps up with memory, which it must for decode to speed up as the bytes shrink.
 
 F32 here is the GGUF file dequantized: for SmolLM2 (a Q4_1 file) the file's own format loses nothing
 against it, and F16 and Q8_0 are re-quantizations of already-4-bit weights. The original weights are not
@@ -233,8 +233,8 @@ def cached_product(m: LoadedModel, bandwidth: float, repeats: int = 40) -> dict[
     """One decode row times the first layer's CACHED_MATRIX, again and again, so that its bytes are already in the
     CPU's caches: how long the format's kernel takes when memory is not what it waits for (the fastest of `repeats`
     calls: a shared machine's load only ever adds), beside how long its bytes take to come from memory at
-    `bandwidth` (bytes/s, the measured ceiling). The kernel's arithmetic taking about as long as the reading, a
-    decode step keeps up with memory only as far as the two overlap."""
+    `bandwidth` (bytes/s, the measured ceiling). The time includes the call, as every product in a step does. A
+    kernel whose own work takes about as long as the reading keeps up with memory only as far as the two overlap."""
     w = getattr(m.weights.layers[0], CACHED_MATRIX)
     x = np.random.default_rng(0).standard_normal((1, w.shape[1])).astype(np.float32)
     for _ in range(3):  # compiled, the weights' kernel copy made, its bytes in the caches
