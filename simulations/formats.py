@@ -15,7 +15,8 @@ tokens (teacher forcing), and its next-token distributions are compared with F32
 positions: how often the most likely token is the same (top-1 agreement), and the mean KL divergence
 KL(F32 ‖ format) in nats, the two numbers llama.cpp's `perplexity --kl-divergence` reports. And each format's
 kernel with its bytes already in the CPU's caches (`cached_product`): whether its own work, waiting for no memory,
-keeps up with memory, which it must for decode to speed up as the bytes shrink.
+keeps up with memory, which it must for decode to speed up as the bytes shrink; and the step a prompt's pass takes in
+a GGUF format that it does not in float32 (`dequantize_ms`): every layer matrix turned back into float32 once.
 
 F32 here is the GGUF file dequantized: for SmolLM2 (a Q4_1 file) the file's own format loses nothing
 against it, and F16 and Q8_0 are re-quantizations of already-4-bit weights. The original weights are not
@@ -38,13 +39,14 @@ from typing import Any
 
 import numpy as np
 
+from . import kernels
 from .cost import decode_cost, prefill_cost
 from .errors import PromptError, WeightFormatError
 from .gguf_loader import stored_matrices
 from .loader import LoadedModel, bytes_per_weight, model_summary, weights_nbytes
 from .model import KVCache, Weights, decode_step, linear, prefill
 from .paths import cache_dir
-from .quantized import BYTES_PER_WEIGHT, FORMATS, QuantizedWeight, check_format, quantize
+from .quantized import BYTES_PER_WEIGHT, FORMATS, TILE_ROWS, QuantizedWeight, check_format, quantize
 from .roofline import best_ceilings, machine_record, measure_peaks, phase_point, ridge_intensity
 from .sweep import check_lengths, prompt_of_length
 from .trace import prepare_prompt
@@ -244,6 +246,29 @@ def cached_product(m: LoadedModel, bandwidth: float, repeats: int = 40) -> dict[
             "read_us": 1e6 * w.nbytes / bandwidth}
 
 
+def dequantize_ms(m: LoadedModel, repeats: int = 3) -> float:
+    """The step a prompt's pass takes in a GGUF format and not in float32: every layer matrix turned back into float32
+    once, in TILE_ROWS output rows at a time, as `model.quantized_linear` does before its products (the kernels'
+    `dequantized`, or llama.cpp's reference on the numpy path); the fastest of `repeats`. 0 for float32 weights, whose
+    kernel copy is made once, at their first product."""
+    matrices = [w for layer in m.weights.layers for w in (getattr(layer, name) for name in MATRICES)
+                if isinstance(w, QuantizedWeight)]
+    if not matrices:
+        return 0.0
+
+    def once() -> None:
+        for w in matrices:
+            for start in range(0, w.shape[0], TILE_ROWS):
+                stop = min(start + TILE_ROWS, w.shape[0])
+                if kernels.enabled():
+                    kernels.dequantized(w, start, stop)
+                else:
+                    w.dequantize(slice(start, stop))
+
+    once()  # compiled; the blocks in memory as a prefill finds them
+    return min(_time(once) for _ in range(repeats))
+
+
 def measure(model: LoadedModel, formats: Sequence[str] | None = None,
             prompt_lengths: Sequence[int] = (128, 512, 2048), context_tokens: int = 512, decode_steps: int = 16,
             repeats: int = 3, accuracy_steps: int = 64, prompt: str = CHAPTER_PROMPT,
@@ -304,6 +329,8 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
         peaks = best_ceilings([peaks, measure_peaks()])
     report("each format's kernel with its bytes in the caches", None)
     cached = {name: cached_product(m, peaks["peak_gbps"] * 1e9) for name, m in models.items()}
+    report("each format's weights turned back into float32, as a prompt's pass does", None)
+    dequantizing = {name: dequantize_ms(m) for name, m in models.items()}
     report(f"accuracy: F32's answer to the chapter prompt, {accuracy_steps} tokens, read by every format", None)
     ids, answer = answer_ids(models["f32"], prompt, accuracy_steps)
     reference = teacher_forced_logits(models["f32"], ids, answer)
@@ -347,6 +374,7 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
             },
             "decode": decode,
             "cached_product": cached[name],
+            "dequantize_ms": dequantizing[name],
             "prefill": [{"prompt_tokens": length, **prefills[length]} for length in lengths],
             **accuracy,
         })
@@ -377,6 +405,7 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
             f"answer of {accuracy_steps} tokens to the chat prompt, read by every format (teacher forcing); "
             "top-1 agreement with F32's next-token choice and KL(F32 ‖ format) in nats at each answer position. "
             f"Cached product: one row times the first layer's {CACHED_MATRIX} in the format, repeated with its "
-            "bytes in the CPU's caches, the fastest call; read time: its bytes ÷ the measured bandwidth."
+            "bytes in the CPU's caches, the fastest call; read time: its bytes ÷ the measured bandwidth. Dequantize: "
+            "every layer matrix turned back into float32 once, as a prompt's pass does in the format (fastest of 3)."
         ),
     }
