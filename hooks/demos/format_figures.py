@@ -95,6 +95,8 @@ def figure(key: str, arg: str | None, result: dict[str, Any], lang: str) -> Figu
         "cached_us": lambda: number(row["cached_product"]["us"], microseconds),
         "cached_read_us": lambda: number(row["cached_product"]["read_us"], microseconds),
         "cached_vs_read": lambda: number(row["cached_product"]["us"] / row["cached_product"]["read_us"], ratio_text),
+        # a prompt's extra step in the format: every layer matrix turned back into float32 once
+        "dequantize_ms": lambda: number(row["dequantize_ms"], fmt.ms),
         "top1": lambda: number(row["top1_agreement"], fmt.percent),
         "kl": lambda: Figure(float(row["mean_kl"]), kl_text(row["mean_kl"], lang), "measured"),
     }[key]()

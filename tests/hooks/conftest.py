@@ -134,6 +134,7 @@ def fake_formats(*, prompt_lengths: list[int], context_tokens: int, accuracy_ste
                      "decode": point(decode_ms, nbytes, flops),
                      "cached_product": {"matrix": "w_gate_up", "bytes": int(matrix_bytes), "us": cached_us,
                                         "read_us": 1e6 * matrix_bytes / (peaks["peak_gbps"] * 1e9)},
+                     "dequantize_ms": 0.0 if fmt == "f32" else 40.0,
                      "prefill": [{"prompt_tokens": n, **point(2.0 * n, nbytes, flops * n)} for n in prompt_lengths],
                      "top1_agreement": top1, "mean_kl": kl})
     return {"schema": "prefill-decode-formats/1", "prompt_lengths": list(prompt_lengths),

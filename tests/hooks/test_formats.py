@@ -48,6 +48,7 @@ def test_the_kernels_arithmetic_with_its_bytes_in_the_caches_beside_their_readin
     assert figure(measurements, "formats.cached_mb@q4").text == "1.25 MB"
     assert figure(measurements, "formats.cached_vs_read@q4").value == pytest.approx(1.2)
     assert figure(measurements, "formats.cached_vs_read@f32", "zh").text == "0.19 倍"
+    assert figure(measurements, "formats.dequantize_ms@q8_0").text == "40 ms"  # a prompt's extra step
 
 
 def test_a_format_slower_than_f32_shows_two_decimals_not_a_rounded_one():

@@ -163,6 +163,23 @@ def test_the_cli_json_lists_the_vocabulary_of_each_claim(tmp_path, measurements,
     assert [w["word"] for w in claims["zh"]["vocabulary"]] == ["几乎不变", "略有"]
 
 
+def wrapped_whole(condition: str) -> bool:
+    """Whether one pair of parentheses encloses the whole condition ("(a or b)", not "(a or b) and (c or d)")."""
+    if not (condition.startswith("(") and condition.endswith(")")):
+        return False
+    depth = 0
+    for index, char in enumerate(condition):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0:
+            return index == len(condition) - 1
+    return False
+
+
+def test_wrapped_whole_tells_a_wrapped_condition_from_two_groups():
+    assert wrapped_whole("(a < 1 or b < 1)") and wrapped_whole("((a < 1) and b)")
+    assert not wrapped_whole("(a < 1 or b < 1) and (c >= 1 or d >= 1)") and not wrapped_whole("a < 1")
+
+
 def test_the_chapters_conditions_are_written_as_people_write_them():
     # Percentages as 37%, not 0.37; no parentheses around a whole condition.
     from hooks.claims.syntax import find_claims
@@ -171,7 +188,7 @@ def test_the_chapters_conditions_are_written_as_people_write_them():
         for claim in find_claims(path.read_text(encoding="utf-8")):
             for alternative in claim.alternatives:
                 condition = alternative.condition
-                assert not (condition.startswith("(") and condition.endswith(")")), f"{path.name}: {condition}"
+                assert not wrapped_whole(condition), f"{path.name}: {condition}"
                 assert not SHARE_AS_DECIMAL.search(condition), f"{path.name}: write a share as a percentage: {condition}"
 
 
