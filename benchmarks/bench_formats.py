@@ -146,6 +146,8 @@ def main() -> None:
           "read stream: " + " · ".join(f"{row['name']} {row['cached_product']['us']:.1f} / {row['cached_product']['read_us']:.1f} "
                                      f"µs = {row['cached_product']['us'] / row['cached_product']['read_us']:.2f}"
                                      for row in result["formats"]))
+    print("a prompt's extra step, every layer matrix turned back into float32 once: "
+          + " · ".join(f"{row['name']} {row['dequantize_ms']:.1f} ms" for row in result["formats"]))
     print(f"\naccuracy reference: {result['accuracy']['reference']}; {result['accuracy']['steps']} teacher-forced "
           f"steps of F32's answer to {result['accuracy']['prompt']!r}")
     print(f"conversion (or cache read) of the formats: {convert_s:.1f} s; the rounds above (three prompt lengths): "
