@@ -141,11 +141,11 @@ def main() -> None:
         ttft = "/".join(f"{row['ttft_ms'][n]:.0f}" for n in ("128", "512", "2048") if n in row["ttft_ms"])
         print(f"{row['name']:7} {row['bits_per_weight']:6.2f} {row['weight_bytes'] / 1e6:6.1f}  {ttft:24} "
               f"{row['decode_ms_per_token']:9.1f} {row['tps']:6.1f}  {row['top1_agreement']:.3f}  {row['mean_kl']:.5f}")
-    cached = result["formats"][0]["cached_product"]["matrix"]
-    print(f"\nthe first layer's {cached}, one row, its bytes already in the caches (the fastest call) ÷ their time at the "
-          "read stream: " + " · ".join(f"{row['name']} {row['cached_product']['us']:.1f} / {row['cached_product']['read_us']:.1f} "
-                                     f"µs = {row['cached_product']['us'] / row['cached_product']['read_us']:.2f}"
-                                     for row in result["formats"]))
+    matrix = result["formats"][0]["cached_product"]["matrix"]
+    in_cache = " · ".join(f"{row['name']} {c['us']:.1f} / {c['read_us']:.1f} µs = {c['us'] / c['read_us']:.2f}"
+                          for row in result["formats"] for c in [row["cached_product"]])
+    print(f"\nthe first layer's {matrix}, one row, its bytes already in the caches (the fastest call) ÷ their time at "
+          f"the read stream: {in_cache}")
     print("a prompt's extra step, every layer matrix turned back into float32 once: "
           + " · ".join(f"{row['name']} {row['dequantize_ms']:.1f} ms" for row in result["formats"]))
     print(f"\naccuracy reference: {result['accuracy']['reference']}; {result['accuracy']['steps']} teacher-forced "

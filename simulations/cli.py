@@ -222,8 +222,8 @@ def show_formats(result: dict) -> str:
         f"of GB/s: decode's share of the measured bandwidth; of GFLOP/s: the {result['context_tokens']}-token "
         f"prefill's share of the GEMM peak; in cache ÷ read: one row times the first layer's "
         f"{result['formats'][0]['cached_product']['matrix']} with its bytes already in the CPU's caches (the fastest "
-        f"call), ÷ its bytes' time at the measured bandwidth (1 or more: the kernel's own work, its call included, is as slow as "
-        f"memory). Accuracy: top-1 agreement and mean KL(F32 ‖ format) in nats over "
+        f"call), ÷ its bytes' time at the measured bandwidth (1 or more: the kernel's own work, its call included, "
+        f"is as slow as memory). Accuracy: top-1 agreement and mean KL(F32 ‖ format) in nats over "
         f"{accuracy['steps']} teacher-forced steps of F32's answer to {accuracy['prompt']!r}; reference: "
         f"{accuracy['reference']}.",
     ])

@@ -118,9 +118,10 @@ def rows_times_weight(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 def rows_times_dequantized(x: np.ndarray, w, start: int, stop: int) -> np.ndarray:
     """x @ W[start:stop].T for a many-row product (a prompt's) with a `quantized.QuantizedWeight`: its output rows
-    start..stop dequantized straight into the order the float32 kernel's tiles read (`dequantize_tiles`), in a
-    buffer made for this product (not kept: a model in a GGUF format keeps no float32 copy), then that kernel's
-    product, as a float32 matrix's. Rows that do not fill the tiles go to the row kernel as plain rows."""
+    start..stop dequantized straight into the order the float32 kernel's tiles read (`dequantize_tiles`), into this
+    thread's scratch (one matrix's worth at most: a model in a GGUF format keeps no float32 copy of its weights),
+    then that kernel's product, as a float32 matrix's. Rows that do not fill the tiles go to the row kernel as plain
+    rows."""
     x = np.ascontiguousarray(x, dtype=F32)
     y = np.empty((x.shape[0], stop - start), dtype=F32)
     if _fills_tiles(w, start, stop):
@@ -137,7 +138,8 @@ def dequantized(w, start: int, stop: int) -> np.ndarray:
     times it)."""
     if not _fills_tiles(w, start, stop):
         return dequantize_rows(w, start, stop)
-    return dequantize_tiles(w, start, stop, out=_scratch_tiles(((stop - start) // TILE_OUTPUTS, TILE_OUTPUTS * w.shape[1])))
+    shape = ((stop - start) // TILE_OUTPUTS, TILE_OUTPUTS * w.shape[1])
+    return dequantize_tiles(w, start, stop, out=_scratch_tiles(shape))
 
 
 def _fills_tiles(w, start: int, stop: int) -> bool:
@@ -146,8 +148,9 @@ def _fills_tiles(w, start: int, stop: int) -> bool:
 
 def dequantize_tiles(w, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:
     """Output rows start..stop of a QuantizedWeight as float32, in the order the float32 kernel's tiles read
-    them (`weight_tiles`), in one pass: the same values as `dequantize_rows`, regrouped (into `out` if given). Dequantized
-    into rows first, the regrouping was a second pass as long as the first (Q4_1's 120 matrices: 55 + 55 ms)."""
+    them (`weight_tiles`), in one pass: the same values as `dequantize_rows`, regrouped (into `out` if given).
+    Dequantized into rows first, the regrouping was a second pass as long as the first (Q4_1's 120 matrices: 55 +
+    55 ms)."""
     shape = ((stop - start) // TILE_OUTPUTS, TILE_OUTPUTS * w.shape[1])
     tiles = np.empty(shape, dtype=F32) if out is None else out
     return _dequantized(w, start, stop, tiles, _dequantize_halves_in_tiles, _dequantize_q8_0_in_tiles,
@@ -877,11 +880,12 @@ TOKENS_PER_PART = 256  # the shortest part of a context one core attends over on
 # shares them (one vector of scores a head), the running softmax's step, then the block's values mixed in. The block's
 # keys and values are read one after the other, each row in order, and the first head's pass over each asks for the
 # row ASK_ROWS_AHEAD further on as it reads one. Until the thirteenth session a part's scores came first, then its
-# softmax, then its values, each pass over all of the part's keys: on an Intel Xeon memory delivered them at about 17 GB/s of
-# the 33-36 a plain read gets, and a plain loop reading the same rows in the same order, with no arithmetic, got 21;
-# keys and values a block at a time, 21-23 (with no arithmetic, 25-28). A core computes a block from its L1 cache in
-# about 0.22 µs (37 GB/s of keys and values: per key and head four multiply-adds for its score, a share of one tree
-# of shuffles that adds up each key's lanes, four for its value); the same steps as plain numba loops took 0.55-0.6.
+# softmax, then its values, each pass over all of the part's keys: on an Intel Xeon memory delivered them at about
+# 17 GB/s of the 33-36 a plain read gets, and a plain loop reading the same rows in the same order, with no
+# arithmetic, got 21; keys and values a block at a time, 21-23 (with no arithmetic, 25-28). A core computes a block
+# from its L1 cache in about 0.22 µs (37 GB/s of keys and values: per key and head four multiply-adds for its score, a
+# share of one tree of shuffles that adds up each key's lanes, four for its value); the same steps as plain numba
+# loops took 0.55-0.6.
 # A step's attention at 512 tokens, interleaved against the old kernel, 1 / 4 / 16 / 64 users: 2.17 / 6.44 / 23.3 /
 # 93.1 -> 1.93 / 5.29 / 19.6 / 75.6 ms (benchmarks/README.md, "Thirteenth session").
 KEYS_A_BLOCK = TILE_LANES
