@@ -149,18 +149,28 @@ async function matrixProducts(ops, plan, mode, budgetBytes, fixedS, largest, onP
   return best;
 }
 
+/** The compute ceiling: the backend's own microbenchmark, or `matrixProducts`. */
+function computeCeiling(ops, plan, mode, budget, fixedMs, largest, onProgress) {
+  return ops.computeCeiling
+    ? ops.computeCeiling(plan.ceiling_repeats)
+    : matrixProducts(ops, plan, mode, budget, fixedMs / 1000, largest, onProgress);
+}
+
+/** The stream ceiling: the backend's own microbenchmark, or a timed read of as much as the budget allows. */
+async function streamCeiling(ops, plan, budget, lowMemory, fixedMs) {
+  const wanted = lowMemory ? plan.low_memory_stream_bytes : plan.stream_bytes;
+  if (ops.streamCeiling) return ops.streamCeiling(wanted, plan.least_stream_bytes, plan.ceiling_repeats);
+  const bytes = Math.min(wanted, Math.floor(budget * 0.9));
+  const seconds = await ops.streamSeconds(bytes, plan.ceiling_repeats);
+  return { gbps: bytes / Math.max(seconds - fixedMs / 1000, seconds / 100) / 1e9, bytes };
+}
+
 /** Both ceilings, each its own microbenchmark (never raised by what a phase reached). */
 async function ceilings(ops, plan, mode, budget, lowMemory, fixedMs, largest) {
   progress("compute", 0.05);
-  const compute = ops.computeCeiling
-    ? await ops.computeCeiling(plan.ceiling_repeats)
-    : await matrixProducts(ops, plan, mode, budget, fixedMs / 1000, largest, (f) => progress("compute", 0.05 + 0.1 * f));
+  const compute = await computeCeiling(ops, plan, mode, budget, fixedMs, largest, (f) => progress("compute", 0.05 + 0.1 * f));
   progress("bandwidth", 0.16);
-  const wanted = lowMemory ? plan.low_memory_stream_bytes : plan.stream_bytes;
-  if (ops.streamCeiling) return { compute, stream: await ops.streamCeiling(wanted, plan.least_stream_bytes, plan.ceiling_repeats) };
-  const bytes = Math.min(wanted, Math.floor(budget * 0.9));
-  const seconds = await ops.streamSeconds(bytes, plan.ceiling_repeats);
-  return { compute, stream: { gbps: bytes / Math.max(seconds - fixedMs / 1000, seconds / 100) / 1e9, bytes } };
+  return { compute, stream: await streamCeiling(ops, plan, budget, lowMemory, fixedMs) };
 }
 
 async function measure({ demo, mode: modeName, backend, deviceMemory, workers: wantedWorkers }) {
@@ -192,8 +202,8 @@ async function measure({ demo, mode: modeName, backend, deviceMemory, workers: w
   if (!check.passed) throw new DeviceError("kernel", `prefill and decode disagree on ${ops.name} (relative difference ${check.max_rel_diff})`);
 
   const fixedMs = ops.fixedWaitMs ? await ops.fixedWaitMs() : 0;
-  const peaks = await ceilings(ops, plan, mode, budget, lowMemory, fixedMs,
-    largestPrefillProduct(shapes, workload.prompt_tokens));
+  const largest = largestPrefillProduct(shapes, workload.prompt_tokens);
+  let peaks = await ceilings(ops, plan, mode, budget, lowMemory, fixedMs, largest);
 
   // As many layers as fit the memory budget and the mode's time budget (at least one).
   const prompt = workload.prompt_tokens;
@@ -226,14 +236,37 @@ async function measure({ demo, mode: modeName, backend, deviceMemory, workers: w
     decodes.push(await model.decodeStep(tokens[prompt + s]));
     progress("decode", 0.8 + 0.2 * (s + 1) / mode.decode_steps, { layers });
   }
-  ops.destroy();
-  return deviceResult({
+  const resultOn = (ceilingsMeasured) => deviceResult({
     demo: { ...demo, workload, costs }, backend: ops.name, variant: ops.variant || null, workers: ops.name === "wasm" ? ops.workers : 1,
     adapter: ops.adapterInfo || null, software: ops.software === true || ops.name === "js", notes, mode: modeName,
-    peaks, fixedMs, ceilingRuns: plan.ceiling_repeats, computeRuns: peaks.compute.runs,
+    peaks: ceilingsMeasured, fixedMs, ceilingRuns: plan.ceiling_repeats, computeRuns: ceilingsMeasured.compute.runs,
     layers, vocabRows: sizes.vocabRows, prefills, decodes, check: { passed: check.passed, max_rel_diff: check.max_rel_diff },
     memoryBytes, elapsedS: (performance.now() - started) / 1000,
   });
+  let result = resultOn(peaks);
+  if (result.ceiling_exceeded.length) {
+    // A ceiling measured while something else held the processor (on a loaded test machine, SwiftShader's compute
+    // ceiling came out 6% under the prefill that followed) is measured once more after the phases, the model's
+    // tensors given back first, and the better of the two counts, as the build's roofline keeps the best of its
+    // peaks before and after its phases. What a phase reached never raises it; if the second run fails, the first
+    // stands (and the page says the ceiling was beaten).
+    try {
+      ops.reset();
+      if (result.ceiling_exceeded.includes("compute")) {
+        const again = await computeCeiling(ops, plan, mode, budget, fixedMs, largest, () => {});
+        if (again.gflops > peaks.compute.gflops) peaks = { ...peaks, compute: { ...again, runs: again.runs + peaks.compute.runs } };
+      }
+      if (result.ceiling_exceeded.includes("stream")) {
+        const again = await streamCeiling(ops, plan, budget, lowMemory, fixedMs);
+        if (again.gbps > peaks.stream.gbps) peaks = { ...peaks, stream: again };
+      }
+      result = resultOn(peaks);
+    } catch {
+      notes.push("ceiling_not_remeasured");
+    }
+  }
+  ops.destroy();
+  return result;
 }
 
 function failure(error) {
