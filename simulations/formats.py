@@ -46,7 +46,7 @@ from .gguf_loader import stored_matrices
 from .loader import LoadedModel, bytes_per_weight, model_summary, weights_nbytes
 from .model import KVCache, Weights, decode_step, linear, prefill
 from .paths import cache_dir
-from .quantized import BYTES_PER_WEIGHT, FORMATS, TILE_ROWS, QuantizedWeight, check_format, quantize
+from .quantized import BYTES_PER_WEIGHT, FORMATS, QuantizedWeight, check_format, output_tiles, quantize
 from .roofline import best_ceilings, machine_record, measure_peaks, phase_point, ridge_intensity
 from .sweep import check_lengths, prompt_of_length
 from .trace import prepare_prompt
@@ -248,9 +248,9 @@ def cached_product(m: LoadedModel, bandwidth: float, repeats: int = 40) -> dict[
 
 def dequantize_ms(m: LoadedModel, repeats: int = 3) -> float:
     """The step a prompt's pass takes in a GGUF format and not in float32: every layer matrix turned back into float32
-    once, in TILE_ROWS output rows at a time, as `model.quantized_linear` does before its products (the kernels'
-    `dequantized`, or llama.cpp's reference on the numpy path); the fastest of `repeats`. 0 for float32 weights, whose
-    kernel copy is made once, at their first product."""
+    once, a tile of output rows at a time (`quantized.output_tiles`), as `model.quantized_linear` does before its
+    products (the kernels' `dequantized`, or llama.cpp's reference on the numpy path); the fastest of `repeats`. 0
+    for float32 weights, whose kernel copy is made once, at their first product."""
     matrices = [w for layer in m.weights.layers for w in (getattr(layer, name) for name in MATRICES)
                 if isinstance(w, QuantizedWeight)]
     if not matrices:
@@ -258,8 +258,7 @@ def dequantize_ms(m: LoadedModel, repeats: int = 3) -> float:
 
     def once() -> None:
         for w in matrices:
-            for start in range(0, w.shape[0], TILE_ROWS):
-                stop = min(start + TILE_ROWS, w.shape[0])
+            for start, stop in output_tiles(w.shape[0]):
                 if kernels.enabled():
                     kernels.dequantized(w, start, stop)
                 else:

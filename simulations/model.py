@@ -36,7 +36,7 @@ from . import kernels, kv_memory, parallel
 from .config import ModelConfig
 from .cost import FLOAT32_BYTES
 from .parallel import for_each, for_row_blocks, usable_cores
-from .quantized import TILE_ROWS, QuantizedWeight
+from .quantized import QuantizedWeight, output_tiles
 
 F32 = np.float32
 # Largest attention score block (bytes) built at once: prefill processes queries in chunks so a
@@ -209,8 +209,8 @@ def blas_product(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 def quantized_linear(x: np.ndarray, w: QuantizedWeight) -> np.ndarray:
     """x @ W.T for a matrix kept in a GGUF format (`quantized.py`). A few rows go to the compiled kernel,
     which reads the format's bytes and dequantizes in registers (decode reads no more than them); many
-    rows (prefill) multiply one tile of TILE_ROWS dequantized output rows at a time, by the float32 kernel
-    (`kernels.rows_times_dequantized`), as F32's prefill does. The numpy path dequantizes tiles with llama.cpp's
+    rows (prefill) multiply one tile of dequantized output rows at a time (`quantized.output_tiles`), by the
+    float32 kernel (`kernels.rows_times_dequantized`), as F32's prefill does. The numpy path dequantizes tiles with llama.cpp's
     reference (`gguf.quants`) for BLAS."""
     if kernels.enabled() and x.shape[0] <= kernels.MAX_KERNEL_ROWS:
         return kernels.rows_times_blocks(x, w)
@@ -220,11 +220,11 @@ def quantized_linear(x: np.ndarray, w: QuantizedWeight) -> np.ndarray:
             return kernels.rows_times_dequantized(x, w, start, stop)
         return blas_product(x, w.dequantize(slice(start, stop)))
 
-    if w.shape[0] <= TILE_ROWS:  # one tile: its product is the result
-        return product(0, w.shape[0])
+    tiles = output_tiles(w.shape[0])
+    if len(tiles) == 1:  # one tile: its product is the result
+        return product(*tiles[0])
     y = np.empty((x.shape[0], w.shape[0]), dtype=F32)
-    for start in range(0, w.shape[0], TILE_ROWS):
-        stop = min(start + TILE_ROWS, w.shape[0])
+    for start, stop in tiles:
         y[:, start:stop] = product(start, stop)
     return y
 

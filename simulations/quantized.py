@@ -34,6 +34,11 @@ FORMATS = tuple(BYTES_PER_WEIGHT)  # every format a weight can be held in, llama
 TILE_ROWS = 4096
 
 
+def output_tiles(rows: int) -> list[tuple[int, int]]:
+    """The (start, stop) output rows a many-row product dequantizes at a time: TILE_ROWS each, the last shorter."""
+    return [(start, min(start + TILE_ROWS, rows)) for start in range(0, rows, TILE_ROWS)]
+
+
 def ggml_type(name: str):
     """The gguf package's GGMLQuantizationType of a format name ("q8_0" -> Q8_0)."""
     from gguf import GGMLQuantizationType

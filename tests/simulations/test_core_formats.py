@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import simulations.model as M
-from simulations import kernels
+from simulations import kernels, quantized
 from simulations.errors import WeightFormatError
 from simulations.formats import (
     CHAPTER_PROMPT,
@@ -98,7 +98,7 @@ def test_dequantization_into_the_kernels_tiles_is_the_reference_regrouped(fmt):
 def test_linear_dispatches_on_the_weight_type(monkeypatch, fmt, rows, path):
     """model.linear takes a QuantizedWeight as it takes a float32 matrix: decode rows and prefill tiles."""
     monkeypatch.setenv("PD_KERNELS", path)
-    monkeypatch.setattr(M, "TILE_ROWS", 40)  # several tiles, the last one short
+    monkeypatch.setattr(quantized, "TILE_ROWS", 40)  # several tiles, the last one short
     w = random_blocks(fmt, 130, 64, seed=rows)
     x = np.random.default_rng(1).standard_normal((rows, 64), dtype=np.float32)
     bias = np.arange(130, dtype=np.float32)
