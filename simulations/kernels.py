@@ -95,6 +95,13 @@ def enabled() -> bool:
     return selected_path() == "numba"
 
 
+def activation_digits() -> int:
+    """How many 8-bit digits a decode step's GGUF block products write each activation as, to multiply integers
+    (`_digit_dot_intrinsic`): DIGITS where the CPU has AVX-512 VNNI, 0 where they multiply in float32 (and on the numpy
+    path, which dequantizes for BLAS)."""
+    return DIGITS if enabled() and _VNNI else 0
+
+
 def describe() -> str:
     """The path that measured a figure, as traces and pages name it."""
     if not enabled():
@@ -302,6 +309,10 @@ _CPU_NAME = numba.config.CPU_NAME or llvm.get_host_cpu_name()
 _WIDE = "+avx512f" in ((numba.config.CPU_FEATURES or "") if numba.config.CPU_NAME
                        else llvm.get_host_cpu_features().flatten())
 _FEW_ROWS_ASK = not _CPU_NAME.startswith("znver")  # AMD's Zen cores: measured faster asking nothing
+# AVX-512 VNNI (Intel since Cascade Lake, AMD since Zen 4): 64 byte products a vector instruction, for the GGUF
+# formats' blocks (`_digit_dot_intrinsic`).
+_VNNI = _WIDE and "+avx512vnni" in ((numba.config.CPU_FEATURES or "") if numba.config.CPU_NAME
+                                    else llvm.get_host_cpu_features().flatten())
 NEAR_FLOATS = 256  # 1 KiB
 TILE_LANES = 16 if _WIDE else 8
 TILE_OUTPUTS = 2 * TILE_LANES
@@ -535,8 +546,8 @@ def _tiled_rows_times_weight(x, tiles, y):  # pragma: no cover -- compiled; test
 # pages, and on an Intel Xeon a one-user step's F16 products read the map at 19.3 GB/s and a copy at 22.9), the
 # blocks of TILE_LANES rows interleaved, as llama.cpp's CPU backend repacks Q4_0 for its kernels: for each block
 # column, the rows' f16 scales d (and Q4_1's minimums m), then their quants, each byte (F16: each half) of the
-# rows' blocks together. The outputs are then a vector's lanes, as in the float32 tiles: a column's quant byte i
-# of the TILE_LANES rows is one vector, multiplied by x's element i (broadcast) into the column's partial sums,
+# rows' blocks together (with VNNI each run of 4 bytes: `_digit_dot_intrinsic`). The outputs are then a vector's
+# lanes, as in the float32 tiles: a column's quant byte i of the TILE_LANES rows is one vector, multiplied by x's element i (broadcast) into the column's partial sums,
 # which the column's scales multiply once (one vector), Q4's m · Σx terms joining once; no per-row adding-up
 # across lanes, no per-block broadcast of a scale. With each row's blocks together (the eleventh session's
 # layout: a row's scales, then its quants) a block took about nine vector instructions and a row ended in a tree
@@ -571,9 +582,10 @@ GROUP_SCALES_AT = {"f16": 0, "q8_0": 1, "q4_0": 1, "q4_1": 2}  # vectors of the 
 def interleaved_blocks(w) -> np.ndarray:
     """A QuantizedWeight in groups of L = TILE_LANES rows (the last filled with zero rows): per group, block column
     after block column, the L rows' f16 scales d (2L bytes), for Q4_1 their f16 minimums m (2L bytes), then their
-    quants, byte i of every row's block together (L bytes, for each of the block's 32 or 16 quant bytes); F16's
-    column k of 32 holds the L rows' halves at column k (2L bytes). The same bytes as GGUF's rows, in another
-    order: uint8 (groups, blocks · column bytes)."""
+    quants, byte i of every row's block together (L bytes, for each of the block's 32 or 16 quant bytes; with VNNI,
+    bytes 4j..4j+3 of every row's block together, 4L bytes for each j); F16's column k of 32 holds the L rows'
+    halves at column k (2L bytes). The same bytes as GGUF's rows, in another order: uint8 (groups, blocks · column
+    bytes)."""
     groups = _interleaved.get(w)
     if groups is None:
         blocks = w.blocks
@@ -592,7 +604,10 @@ def interleaved_blocks(w) -> np.ndarray:
             by_byte = padded.reshape(n_groups, TILE_LANES, n_blocks, block_bytes).transpose(0, 2, 3, 1)  # g, kb, byte, row
             halves = 2 * GROUP_SCALES_AT[w.format]
             scales = by_byte[:, :, :halves].reshape(n_groups, n_blocks, halves // 2, 2, TILE_LANES).transpose(0, 1, 2, 4, 3)
-            np.concatenate([scales.reshape(n_groups, n_blocks, -1), by_byte[:, :, halves:].reshape(n_groups, n_blocks, -1)],
+            quants = by_byte[:, :, halves:]  # g, kb, byte, row
+            if _VNNI:  # g, kb, run of 4 bytes, row, byte of the run
+                quants = quants.reshape(n_groups, n_blocks, -1, 4, TILE_LANES).transpose(0, 1, 2, 4, 3)
+            np.concatenate([scales.reshape(n_groups, n_blocks, -1), quants.reshape(n_groups, n_blocks, -1)],
                            axis=2, out=columns)
         groups.flags.writeable = False
         _interleaved.put(w, groups)
@@ -745,6 +760,168 @@ def _group_dot_intrinsic(fmt):
     return group_dot
 
 
+# With AVX-512 VNNI the block formats multiply integers: vpdpbusd multiplies 64 unsigned bytes by 64 signed ones and
+# adds each 4 neighbouring products into a 32-bit lane, exactly. The weights' bytes are the unsigned ones (Q4: the
+# nibbles 0..15; Q8_0: q + 128, one xor a vector, 128 · Σ x's digits taken off at the block's end); x becomes
+# signed bytes without losing what float32 keeps of it: each element of a block of 32 is 2^e (A + B/256 + C/65536)
+# with A, B, C whole numbers from -128 to 127 (its three "digits", `_digits_of_rows`), 2^e chosen from the block's
+# largest |x| so that A stays within them; what is dropped is below 2^-23 of that largest |x|, about float32's own
+# rounding. So q · x = 2^e (q · A + (q · B) / 256 + (q · C) / 65536), three exact integer dot products, then the
+# scales in float32 as before: the same sums as the float path's up to float32 rounding (the tests hold both to
+# dequantize-then-numpy alike), in about half its vector instructions (a column of 16 rows × 32 weights: about 48
+# against 96, where the float path takes each weight through a widening, a conversion or vpermps, and a
+# multiply-add, 16 at a time). This is not llama.cpp's arithmetic, which rounds x to one 8-bit digit an element
+# (Q8_K / Q8_0 blocks), a third of these products: that changes the logits beyond float32 rounding, where these
+# match gguf.quants' dequantization. On the Intel Xeon (2 cores, interleaved against the float path): the gate
+# and up product (3072 × 576) in cache Q4_1 30.3–31.8 -> 18.6–20.8 µs, Q8_0 32.8–34.0 -> 22.3–25.4; whole decode
+# steps at 512 tokens, one user Q4_1 0.94, Q8_0 0.89 of the time, 16 users 0.76 and 0.79 (benchmarks/README.md,
+# "Sixteenth session").
+DIGITS = 3
+DIGIT_SCALES = (1.0, 2.0 ** -8, 2.0 ** -16)
+
+
+def _digit_dot_intrinsic(fmt):
+    """A numba intrinsic digit_dot(groups, g, digits, b, x_scales, x_sums, corrections, y): what `_group_dot_intrinsic`'s
+    group_dot gives, y[b, L g + o] for o < L (TILE_LANES), from row b of x as `_digits_of_rows` gives it (digits,
+    x_scales, corrections) and, for the Q4 formats, each block's Σx (x_sums), by integer dot products (vpdpbusd)."""
+    four_bits = fmt in ("q4_0", "q4_1")
+    scale_vectors = GROUP_SCALES_AT[fmt]
+    column_bytes = TILE_LANES * (2 * scale_vectors + {"q8_0": 32, "q4_0": 16, "q4_1": 16}[fmt])
+    words = ir.VectorType(_I32, TILE_LANES)  # a vector of 64 bytes, as vpdpbusd takes them
+
+    @intrinsic
+    def digit_dot(typingctx, groups, group, digits, x_row, x_scales, x_sums, corrections, y):
+        def codegen(context, builder, signature, args):
+            groups_type, _, digits_type, _, scales_type, sums_type, corrections_type, y_type = signature.args
+            zero = context.get_constant(types.intp, 0)
+            groups_array, start = _ir_address(context, builder, groups_type, args[0], [args[1], zero])
+            _, digits_start = _ir_address(context, builder, digits_type, args[2], [args[3], zero])
+            _, scales_start = _ir_address(context, builder, scales_type, args[4], [args[3], zero])
+            _, sums_start = _ir_address(context, builder, sums_type, args[5], [args[3], zero])
+            _, corrections_start = _ir_address(context, builder, corrections_type, args[6], [args[3], zero])
+            start = builder.bitcast(start, _I8.as_pointer())
+            group_bytes = cgutils.unpack_tuple(builder, groups_array.shape)[1]
+            count = lambda value: ir.Constant(group_bytes.type, value)  # noqa: E731
+            totals = cgutils.alloca_once(builder, _TILE)  # Σ d · 2^e · (q · digits), a lane an output row
+            offsets = cgutils.alloca_once(builder, _TILE)  # Σ m · Σx
+            for accumulator in (totals, offsets):
+                builder.store(ir.Constant(_TILE, [0.0] * TILE_LANES), accumulator)
+            dot = cgutils.get_or_insert_function(builder.module, ir.FunctionType(words, [words] * 3),
+                                                 "llvm.x86.avx512.vpdpbusd.512")
+            low_nibbles = ir.Constant(words, [0x0F0F0F0F] * TILE_LANES)
+            sign_bits = ir.Constant(words, [-0x7F7F7F80] * TILE_LANES)  # 0x80808080: q + 128 for each signed byte q
+
+            def halves(pointer):  # TILE_LANES f16 values, as float32
+                return builder.fpext(builder.load(builder.bitcast(pointer, ir.VectorType(ir.HalfType(), TILE_LANES)
+                                                                  .as_pointer()), align=1), _TILE)
+
+            with cgutils.for_range(builder, builder.sdiv(group_bytes, count(column_bytes))) as loop:
+                column = builder.gep(start, [builder.mul(loop.index, count(column_bytes))])
+                for line in range(0, column_bytes, 64):
+                    _ir_prefetch(builder, builder.gep(column, [count(GROUP_FAR_BYTES + line)]), locality=2)
+                    _ir_prefetch(builder, builder.gep(column, [count(GROUP_NEAR_BYTES + line)]))
+                quants = builder.gep(column, [count(2 * TILE_LANES * scale_vectors)])
+                block_digits = builder.gep(digits_start, [builder.mul(loop.index, count(DIGITS * 32))])
+                # two sums a digit, taken in turn: each vpdpbusd waits on its sum's last one
+                sums = [[ir.Constant(words, [0] * TILE_LANES)] * DIGITS for _ in range(2)]
+
+                def x_digits(digit, k):  # x's digit of elements k..k+3 (4 bytes), in every lane
+                    pointer = builder.gep(block_digits, [count(32 * digit + k)])
+                    return _ir_splat(builder, builder.load(builder.bitcast(pointer, _I32.as_pointer()), align=1), words)
+
+                if four_bits:  # 4 bytes of each row: weights 4j..4j+3 in the low nibbles, 16 + 4j.. in the high ones
+                    for j in range(4):
+                        run = _ir_load(builder, quants, count(64 * j), words)
+                        low = builder.and_(run, low_nibbles)
+                        high = builder.and_(builder.lshr(run, ir.Constant(words, [4] * TILE_LANES)), low_nibbles)
+                        for digit in range(DIGITS):
+                            sums[0][digit] = builder.call(dot, [sums[0][digit], low, x_digits(digit, 4 * j)])
+                            sums[1][digit] = builder.call(dot, [sums[1][digit], high, x_digits(digit, 16 + 4 * j)])
+                else:  # Q8_0: 4 signed bytes of each row, made unsigned
+                    for j in range(8):
+                        run = builder.xor(_ir_load(builder, quants, count(64 * j), words), sign_bits)
+                        for digit in range(DIGITS):
+                            sums[j % 2][digit] = builder.call(dot, [sums[j % 2][digit], run, x_digits(digit, 4 * j)])
+                products = None  # q · (A + B/256 + C/65536), in float32
+                for digit in range(DIGITS):
+                    total = builder.add(sums[0][digit], sums[1][digit])
+                    if not four_bits:
+                        taken = builder.gep(corrections_start, [builder.add(builder.mul(loop.index, count(DIGITS)),
+                                                                            count(digit))])
+                        total = builder.sub(total, _ir_splat(builder, builder.load(taken), words))
+                    total = builder.sitofp(total, _TILE)
+                    scale = ir.Constant(_TILE, [DIGIT_SCALES[digit]] * TILE_LANES)
+                    products = builder.fmul(total, scale) if products is None else _ir_fmuladd(builder, total, scale, products)
+                ds = halves(column)
+                x_scale = _ir_splat(builder, builder.load(builder.gep(scales_start, [loop.index])), _TILE)
+                builder.store(_ir_fmuladd(builder, builder.fmul(ds, x_scale), products, builder.load(totals)), totals)
+                if four_bits:
+                    ms = (halves(builder.gep(column, [count(2 * TILE_LANES)])) if fmt == "q4_1"
+                          else builder.fmul(ds, ir.Constant(_TILE, [-8.0] * TILE_LANES)))
+                    block_sum = _ir_splat(builder, builder.load(builder.gep(sums_start, [loop.index])), _TILE)
+                    builder.store(_ir_fmuladd(builder, ms, block_sum, builder.load(offsets)), offsets)
+            outputs = builder.fadd(builder.load(totals), builder.load(offsets))
+            _, at = _ir_address(context, builder, y_type, args[7], [args[3], builder.mul(args[1], count(TILE_LANES))])
+            builder.store(outputs, builder.bitcast(at, _TILE.as_pointer()), align=4)
+            return context.get_dummy_value()
+        return types.void(groups, group, digits, x_row, x_scales, x_sums, corrections, y), codegen
+    return digit_dot
+
+
+@intrinsic
+def _largest_magnitude(typingctx, x, row, first):
+    """max |x[row, first + j]| for j < 32, as its float32 bits (non-negative floats order as their bits do): one
+    vector reduction, where numba's loop of max() stayed 32 scalar steps."""
+    def codegen(context, builder, signature, args):
+        _, at = _ir_address(context, builder, signature.args[0], args[0], [args[1], args[2]])
+        block = ir.VectorType(_I32, 32)
+        magnitudes = builder.and_(builder.load(builder.bitcast(at, block.as_pointer()), align=4),
+                                  ir.Constant(block, [0x7FFFFFFF] * 32))
+        largest = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I32, [block]),
+                                                 "llvm.vector.reduce.smax.v32i32")
+        return builder.call(largest, [magnitudes])
+    return types.int32(x, row, first), codegen
+
+
+@njit(fastmath=FAST, cache=True)
+def _digits_of_rows(x, n_blocks):  # pragma: no cover -- compiled; tested through rows_times_blocks
+    """Each block of 32 of x's elements as 2^e (A + B/256 + C/65536), A, B, C whole numbers in -128..127, the
+    nearest to x · 2^-e at 2^-16 (see above):
+    digits (rows, blocks · 96) int8, a block's A of its 32 elements, then B, then C; x_scales (rows, blocks) 2^e;
+    corrections (rows, blocks · 3) int32, 128 · Σ of each digit over the block (what Q8_0's q + 128 adds)."""
+    rows = x.shape[0]
+    digits = np.empty((rows, n_blocks * DIGITS * 32), dtype=np.int8)
+    x_scales = np.empty((rows, n_blocks), dtype=np.float32)
+    corrections = np.empty((rows, n_blocks * DIGITS), dtype=np.int32)
+    for b in range(rows):
+        for kb in range(n_blocks):
+            top = _largest_magnitude(x, b, kb * 32)
+            # e with the largest |x| / 2^e in [63.5, 127): from its exponent, one more where its leading bits reach
+            # 127 · 2^-6 (up to 127.5 its first digit could round to 128)
+            e = (top >> np.int32(23)) - np.int32(133) + np.int32((top & np.int32(0x7FFFFF)) >= np.int32(0x7E0000))
+            e = max(e, np.int32(-100))  # 2^(16 - e) stays a float32; a block under 2^-94 keeps x to 2^-116
+            to_whole = np.int32((143 - e) << 23).view(np.float32)  # 2^(16 - e): x · 2^(16-e) rounds to A·65536 + B·256 + C
+            x_scales[b, kb] = np.int32((127 + e) << 23).view(np.float32)  # 2^e
+            sum_high, sum_middle, sum_low = np.int32(0), np.int32(0), np.int32(0)
+            at = kb * DIGITS * 32
+            for j in range(32):  # vectorised: the rounding is vcvtps2dq, the digits shifts and masks
+                whole = np.int32(np.rint(x[b, kb * 32 + j] * to_whole))  # |whole| < 127 · 2^16: exact in float32
+                low = ((whole + np.int32(128)) & np.int32(255)) - np.int32(128)  # the nearest digits, each -128..127
+                rest = (whole - low) >> np.int32(8)
+                middle = ((rest + np.int32(128)) & np.int32(255)) - np.int32(128)
+                high = (rest - middle) >> np.int32(8)
+                digits[b, at + j] = np.int8(high)
+                digits[b, at + 32 + j] = np.int8(middle)
+                digits[b, at + 64 + j] = np.int8(low)
+                sum_high += high
+                sum_middle += middle
+                sum_low += low
+            corrections[b, kb * DIGITS] = np.int32(128) * sum_high
+            corrections[b, kb * DIGITS + 1] = np.int32(128) * sum_middle
+            corrections[b, kb * DIGITS + 2] = np.int32(128) * sum_low
+    return digits, x_scales, corrections
+
+
 _f16_group_dot = _group_dot_intrinsic("f16")
 _q8_0_group_dot = _group_dot_intrinsic("q8_0")
 _q4_0_group_dot = _group_dot_intrinsic("q4_0")
@@ -770,27 +947,53 @@ def _rows_times_f16_groups(x, groups, y):  # pragma: no cover -- compiled
             _f16_group_dot(groups, g, x, b, x, y)  # no block sums: x, unread
 
 
-@njit(parallel=True, cache=True)
-def _rows_times_q8_0_groups(x, groups, y):  # pragma: no cover -- compiled
-    for g in prange(groups.shape[0]):
-        for b in range(x.shape[0]):
-            _q8_0_group_dot(groups, g, x, b, x, y)  # no block sums: x, unread
+if _VNNI:  # the blocks in integers (`_digit_dot_intrinsic`); each machine compiles one of the two sets
+    _q8_0_digit_dot = _digit_dot_intrinsic("q8_0")
+    _q4_0_digit_dot = _digit_dot_intrinsic("q4_0")
+    _q4_1_digit_dot = _digit_dot_intrinsic("q4_1")
 
+    @njit(parallel=True, cache=True)
+    def _rows_times_q8_0_groups(x, groups, y):  # pragma: no cover -- compiled
+        digits, x_scales, corrections = _digits_of_rows(x, x.shape[1] // 32)
+        for g in prange(groups.shape[0]):
+            for b in range(x.shape[0]):
+                _q8_0_digit_dot(groups, g, digits, b, x_scales, x_scales, corrections, y)  # no block sums: unread
 
-@njit(parallel=True, cache=True)
-def _rows_times_q4_0_groups(x, groups, y):  # pragma: no cover -- compiled
-    x_sums = _block_sums(x, x.shape[1] // 32)
-    for g in prange(groups.shape[0]):
-        for b in range(x.shape[0]):
-            _q4_0_group_dot(groups, g, x, b, x_sums, y)
+    @njit(parallel=True, cache=True)
+    def _rows_times_q4_0_groups(x, groups, y):  # pragma: no cover -- compiled
+        x_sums = _block_sums(x, x.shape[1] // 32)
+        digits, x_scales, corrections = _digits_of_rows(x, x.shape[1] // 32)
+        for g in prange(groups.shape[0]):
+            for b in range(x.shape[0]):
+                _q4_0_digit_dot(groups, g, digits, b, x_scales, x_sums, corrections, y)
 
+    @njit(parallel=True, cache=True)
+    def _rows_times_q4_1_groups(x, groups, y):  # pragma: no cover -- compiled
+        x_sums = _block_sums(x, x.shape[1] // 32)
+        digits, x_scales, corrections = _digits_of_rows(x, x.shape[1] // 32)
+        for g in prange(groups.shape[0]):
+            for b in range(x.shape[0]):
+                _q4_1_digit_dot(groups, g, digits, b, x_scales, x_sums, corrections, y)
+else:
+    @njit(parallel=True, cache=True)
+    def _rows_times_q8_0_groups(x, groups, y):  # pragma: no cover -- compiled
+        for g in prange(groups.shape[0]):
+            for b in range(x.shape[0]):
+                _q8_0_group_dot(groups, g, x, b, x, y)  # no block sums: x, unread
 
-@njit(parallel=True, cache=True)
-def _rows_times_q4_1_groups(x, groups, y):  # pragma: no cover -- compiled
-    x_sums = _block_sums(x, x.shape[1] // 32)
-    for g in prange(groups.shape[0]):
-        for b in range(x.shape[0]):
-            _q4_1_group_dot(groups, g, x, b, x_sums, y)
+    @njit(parallel=True, cache=True)
+    def _rows_times_q4_0_groups(x, groups, y):  # pragma: no cover -- compiled
+        x_sums = _block_sums(x, x.shape[1] // 32)
+        for g in prange(groups.shape[0]):
+            for b in range(x.shape[0]):
+                _q4_0_group_dot(groups, g, x, b, x_sums, y)
+
+    @njit(parallel=True, cache=True)
+    def _rows_times_q4_1_groups(x, groups, y):  # pragma: no cover -- compiled
+        x_sums = _block_sums(x, x.shape[1] // 32)
+        for g in prange(groups.shape[0]):
+            for b in range(x.shape[0]):
+                _q4_1_group_dot(groups, g, x, b, x_sums, y)
 
 
 @njit(parallel=True, cache=True)

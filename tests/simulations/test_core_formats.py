@@ -77,6 +77,30 @@ def test_half_rows_of_any_length_equal_dequantize_then_numpy(rows):
     close(kernels.rows_times_blocks(x, w), x @ w.dequantize().T)
 
 
+@pytest.mark.parametrize("fmt", BLOCK_FORMATS)
+def test_kernel_keeps_float32_precision_for_any_block_of_inputs(fmt):
+    """With AVX-512 VNNI the kernel multiplies integers: each block of 32 inputs becomes three 8-bit digits under a
+    power of two chosen from its largest |x| (`kernels._digits_of_rows`). Blocks whose largest |x| sits at the edges
+    of that choice (127 · 2^-6 and just under 127.5 · 2^-6, where a digit could round to 128; a power of two), zeros,
+    tiny and huge values, and one large input among small ones all give the reference's products, row by row."""
+    rng = np.random.default_rng(5)
+    small = rng.uniform(-1, 1, size=32).astype(np.float32)
+    blocks = []
+    for largest in (127 / 64, np.nextafter(np.float32(127.5 / 64), np.float32(0)), 127.499 / 64, 1.0, 0.5, -2.0):
+        block = small.copy()
+        block[7] = largest
+        blocks.append(block)
+    outlier = small * np.float32(1e-3)
+    outlier[3] = 1e4
+    blocks += [np.zeros(32, np.float32), small * np.float32(1e-30), small * np.float32(1e20), outlier]
+    x = np.stack([np.concatenate([block, np.roll(block, 5) * np.float32(0.75)]) for block in blocks])  # 2 blocks a row
+    w = random_blocks(fmt, 20, 64, seed=11)
+    got = kernels.rows_times_blocks(x, w)
+    want = (x.astype(np.float64) @ w.dequantize().astype(np.float64).T).astype(np.float32)
+    for row in range(len(blocks)):
+        close(got[row:row + 1], want[row:row + 1])
+
+
 @pytest.mark.parametrize("fmt", ["f16", *BLOCK_FORMATS])
 def test_tile_dequantization_is_the_reference_exactly(fmt):
     w = random_blocks(fmt, 90, 160, seed=3)

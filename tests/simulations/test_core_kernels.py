@@ -310,6 +310,29 @@ def test_the_kernel_tests_pass_with_the_work_split_over_two_threads():
 
 
 @pytest.mark.slow
+def test_the_block_products_equal_numpy_when_compiled_for_avx512_without_vnni():
+    """Where AVX-512 has no VNNI (Intel's Skylake servers) the GGUF formats' blocks are multiplied in float32 and laid
+    out a byte of each row at a time (`kernels.interleaved_blocks`), not in runs of four: the formats' product tests
+    run again as compiled for this CPU with VNNI taken away."""
+    from llvmlite import binding as llvm
+
+    features = llvm.get_host_cpu_features()
+    if not features.get("avx512f") or not features.get("avx512vnni"):
+        pytest.skip("this CPU has no AVX-512 VNNI to take away")
+    features["avx512vnni"] = False
+    env = {**os.environ, "NUMBA_CPU_NAME": llvm.get_host_cpu_name(), "NUMBA_CPU_FEATURES": features.flatten()}
+    repo = Path(__file__).resolve().parents[2]
+    flags = subprocess.run([sys.executable, "-c", "from simulations import kernels; print(kernels.TILE_LANES, kernels._VNNI)"],
+                           cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert flags.stdout.split() == ["16", "False"], flags.stdout + flags.stderr
+    command = [sys.executable, "-m", "pytest", str(Path(__file__).with_name("test_core_formats.py")), "-q",
+               "-p", "no:cacheprovider", "-p", "no:xdist", "-k", "kernel_equals_dequantize or float32_precision"]
+    result = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout and "failed" not in result.stdout
+
+
+@pytest.mark.slow
 def test_the_products_equal_numpy_when_compiled_for_a_cpu_without_avx512():
     """Without AVX-512 the tiled products use 8-float vectors and 6 input rows a tile, not 16 and 12 (a prompt's
     attention panels 3 query rows, not 6; a decode step's attention blocks of 8 keys, not 16), and the GGUF formats'
