@@ -377,6 +377,9 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
             "prefill": [{"prompt_tokens": length, **prefills[length]} for length in lengths],
             **accuracy,
         })
+    digits = kernels.activation_digits()
+    arithmetic = ("the quants times each activation written as three 8-bit digits under a power of two a block, by "
+                  "integer dot products (AVX-512 VNNI)" if digits else "the blocks turned into float32 in registers")
     return {
         "schema": SCHEMA,
         "model": model_summary(model),
@@ -392,9 +395,12 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
                                    "the file holds no others)") if model.path is not None else
                                   "F32: the model's float32 weights"},
         "formats": rows,
+        # how the block kernels multiplied (kernels.activation_digits): 0, the weights turned into float32 in
+        # registers; 3, the quants times each activation's three 8-bit digits by integer dot products
+        "activation_digits": digits,
         "method": (
             f"Each format runs the same model.forward; its matrices are held as GGUF blocks and read by compiled "
-            f"kernels that dequantize in registers (decode), or dequantized a tile at a time into a BLAS product "
+            f"kernels ({arithmetic}) (decode), or dequantized a tile at a time into a product "
             f"(prefill). Timings interleaved: in each of {repeats} rounds every format in turn runs each prompt's "
             f"prefill (TTFT: median over rounds) and {decode_steps} decode steps after a {context_tokens}-token "
             "prompt (median step). FLOPs and bytes from the cost model (simulations/cost.py) at each format's "

@@ -46,6 +46,7 @@ GLOBAL_NAMES: dict[str, str] = {
     "batch.ttft_ms": "unchunked|chunked", "batch.stall_reduction": "", "batch.decode_rows": "",
     "batch.mixed_ms": "", "batch.separate_ms": "",
     "formats.context_tokens": "", "formats.prompt_tokens": "", "formats.accuracy_steps": "", "formats.four_bit": "",
+    "formats.activation_digits": "",
     **{f"formats.{key}": "FORMAT" for key in (
         "name", "bits", "weight_mb", "step_mb", "byte_shrink", "decode_ms", "tps", "decode_speedup", "decode_share",
         "ttft_ms", "prefill_ratio", "bandwidth_util", "compute_util", "decode_intensity", "top1", "kl",

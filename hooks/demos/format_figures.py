@@ -62,6 +62,8 @@ def figure(key: str, arg: str | None, result: dict[str, Any], lang: str) -> Figu
         "prompt_tokens": lambda: number(tokens, fmt.count),
         "accuracy_steps": lambda: number(result["accuracy"]["steps"], fmt.count),
         "four_bit": lambda: Figure(None, format_row(result, "q4")["name"], "measured"),
+        # how the decode kernels multiplied the blocks: 0 in float32, 3 by integers (each activation's 8-bit digits)
+        "activation_digits": lambda: number(result["activation_digits"], fmt.count),
     }
     if key in whole:
         if arg is not None:

@@ -138,7 +138,7 @@ def fake_formats(*, prompt_lengths: list[int], context_tokens: int, accuracy_ste
                      "prefill": [{"prompt_tokens": n, **point(2.0 * n, nbytes, flops * n)} for n in prompt_lengths],
                      "top1_agreement": top1, "mean_kl": kl})
     return {"schema": "prefill-decode-formats/1", "prompt_lengths": list(prompt_lengths),
-            "context_tokens": context_tokens, "formats": rows,
+            "context_tokens": context_tokens, "formats": rows, "activation_digits": 0,
             "accuracy": {"prompt": "Explain quantum computing in three sentences.", "steps": accuracy_steps}}
 
 
