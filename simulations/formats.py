@@ -378,8 +378,8 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
             **accuracy,
         })
     digits = kernels.activation_digits()
-    arithmetic = ("the quants times each activation written as three 8-bit digits under a power of two a block, by "
-                  "integer dot products (AVX-512 VNNI)" if digits else "the blocks turned into float32 in registers")
+    arithmetic = ("multiply the quants by each activation written as three 8-bit digits under a power of two a block, "
+                  "with AVX-512 VNNI's integer dot products" if digits else "turn the blocks into float32 in registers")
     return {
         "schema": SCHEMA,
         "model": model_summary(model),
@@ -399,9 +399,9 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
         # registers; 3, the quants times each activation's three 8-bit digits by integer dot products
         "activation_digits": digits,
         "method": (
-            f"Each format runs the same model.forward; its matrices are held as GGUF blocks and read by compiled "
-            f"kernels ({arithmetic}) (decode), or dequantized a tile at a time into a product "
-            f"(prefill). Timings interleaved: in each of {repeats} rounds every format in turn runs each prompt's "
+            f"Each format runs the same model.forward; its matrices are held as GGUF blocks, read in decode by "
+            f"compiled kernels that {arithmetic}, and in prefill dequantized a tile at a time into a product. "
+            f"Timings interleaved: in each of {repeats} rounds every format in turn runs each prompt's "
             f"prefill (TTFT: median over rounds) and {decode_steps} decode steps after a {context_tokens}-token "
             "prompt (median step). FLOPs and bytes from the cost model (simulations/cost.py) at each format's "
             "real bytes per weight, block scales and float32 norms counted; utilisation = achieved ÷ measured "
