@@ -669,32 +669,70 @@ GROUP_NEAR_BYTES = 4 * NEAR_FLOATS
 PARTIAL_SUMS = 4  # a column's partial sums, taken in turn by its products (one would wait on each one's latency)
 
 
+def _column_bytes(fmt):  # a block column of a group of TILE_LANES rows, in `interleaved_blocks`
+    return TILE_LANES * (2 * GROUP_SCALES_AT[fmt] + {"q8_0": 32, "q4_0": 16, "q4_1": 16, "f16": 64}[fmt])
+
+
+def _ir_halves(builder, pointer):  # TILE_LANES f16 values, as float32
+    return builder.fpext(builder.load(builder.bitcast(pointer, ir.VectorType(ir.HalfType(), TILE_LANES).as_pointer()),
+                                      align=1), _TILE)
+
+
+def _ir_block_columns(context, builder, fmt, arrays, args, column_products):
+    """The loop the block formats' intrinsics share: for each block column of group g (`interleaved_blocks`), its
+    bytes asked for ahead, totals += d · products (times the column's factor, if any) and, for the Q4 formats,
+    offsets += m · Σx (Q4_0's m = −8 d; F16 has neither: totals += products); then y[b, L g .. L g + L] = totals
+    + offsets. arrays, args: the (type, value) of groups, g, b, x_sums and y. column_products(index, column,
+    quants, count) gives the column's q · x, a lane an output row, and the factor its d takes (or None)."""
+    (groups_type, groups), (_, group), (_, row), (sums_type, x_sums), (y_type, y) = zip(arrays, args, strict=True)
+    zero = context.get_constant(types.intp, 0)
+    groups_array, start = _ir_address(context, builder, groups_type, groups, [group, zero])
+    _, sums_start = _ir_address(context, builder, sums_type, x_sums, [row, zero])
+    start = builder.bitcast(start, _I8.as_pointer())
+    group_bytes = cgutils.unpack_tuple(builder, groups_array.shape)[1]
+    count = lambda value: ir.Constant(group_bytes.type, value)  # noqa: E731
+    column_bytes = _column_bytes(fmt)
+    totals = cgutils.alloca_once(builder, _TILE)  # Σ d · (q · x), a lane an output row: a register
+    offsets = cgutils.alloca_once(builder, _TILE)  # Σ m · Σx
+    for accumulator in (totals, offsets):
+        builder.store(ir.Constant(_TILE, [0.0] * TILE_LANES), accumulator)
+    with cgutils.for_range(builder, builder.sdiv(group_bytes, count(column_bytes))) as loop:
+        column = builder.gep(start, [builder.mul(loop.index, count(column_bytes))])
+        for line in range(0, column_bytes, 64):
+            _ir_prefetch(builder, builder.gep(column, [count(GROUP_FAR_BYTES + line)]), locality=2)
+            _ir_prefetch(builder, builder.gep(column, [count(GROUP_NEAR_BYTES + line)]))
+        quants = builder.gep(column, [count(2 * TILE_LANES * GROUP_SCALES_AT[fmt])])
+        products, factor = column_products(loop.index, column, quants, count)
+        if fmt == "f16":  # no scales
+            builder.store(builder.fadd(products, builder.load(totals)), totals)
+        else:
+            ds = _ir_halves(builder, column)
+            scales = ds if factor is None else builder.fmul(ds, factor)
+            builder.store(_ir_fmuladd(builder, scales, products, builder.load(totals)), totals)
+        if fmt in ("q4_0", "q4_1"):
+            ms = (_ir_halves(builder, builder.gep(column, [count(2 * TILE_LANES)])) if fmt == "q4_1"
+                  else builder.fmul(ds, ir.Constant(_TILE, [-8.0] * TILE_LANES)))
+            block_sum = _ir_splat(builder, builder.load(builder.gep(sums_start, [loop.index])), _TILE)
+            builder.store(_ir_fmuladd(builder, ms, block_sum, builder.load(offsets)), offsets)
+    outputs = builder.fadd(builder.load(totals), builder.load(offsets))
+    _, at = _ir_address(context, builder, y_type, y, [row, builder.mul(group, count(TILE_LANES))])
+    builder.store(outputs, builder.bitcast(at, _TILE.as_pointer()), align=4)
+
+
 def _group_dot_intrinsic(fmt):
-    """A numba intrinsic group_dot(groups, g, x, b, x_sums, y): y[b, L g + o] = row L g + o of a matrix's
-    `interleaved_blocks` times row b of x (rows, in; float32, each row contiguous), for o < L (TILE_LANES):
-    Σ over block columns of d · (q · x) + m · Σx, with Q4_0's m = −8 d, Q8_0's none and F16's weights the halves
-    themselves. x_sums (rows, in / 32 float32): each block's Σx (read for the Q4 formats only)."""
-    four_bits = fmt in ("q4_0", "q4_1")
-    scale_vectors = GROUP_SCALES_AT[fmt]
-    column_bytes = TILE_LANES * (2 * scale_vectors + {"q8_0": 32, "q4_0": 16, "q4_1": 16, "f16": 64}[fmt])
+    """A numba intrinsic group_dot(groups, g, x, b, x_sums, digits, x_scales, corrections, y): y[b, L g + o] = row
+    L g + o of a matrix's `interleaved_blocks` times row b of x (rows, in; float32, each row contiguous), for o < L
+    (TILE_LANES): Σ over block columns of d · (q · x) + m · Σx, with Q4_0's m = −8 d, Q8_0's none and F16's weights
+    the halves themselves. x_sums (rows, in / 32 float32): each block's Σx (read for the Q4 formats only). digits,
+    x_scales and corrections: unread (`_digit_dot_intrinsic`'s, which takes the same arguments)."""
     lanes = ir.VectorType(_I8, TILE_LANES)
     words = ir.VectorType(_I32, TILE_LANES)
 
     @intrinsic
-    def group_dot(typingctx, groups, group, x, x_row, x_sums, y):
+    def group_dot(typingctx, groups, group, x, x_row, x_sums, digits, x_scales, corrections, y):
         def codegen(context, builder, signature, args):
-            groups_type, _, x_type, _, sums_type, y_type = signature.args
-            zero = context.get_constant(types.intp, 0)
-            groups_array, start = _ir_address(context, builder, groups_type, args[0], [args[1], zero])
-            _, x_start = _ir_address(context, builder, x_type, args[2], [args[3], zero])
-            _, sums_start = _ir_address(context, builder, sums_type, args[4], [args[3], zero])
-            start = builder.bitcast(start, _I8.as_pointer())
-            group_bytes = cgutils.unpack_tuple(builder, groups_array.shape)[1]
-            count = lambda value: ir.Constant(group_bytes.type, value)  # noqa: E731
-            totals = cgutils.alloca_once(builder, _TILE)  # Σ d · (q · x), a lane an output row: a register
-            offsets = cgutils.alloca_once(builder, _TILE)  # Σ m · Σx
-            for accumulator in (totals, offsets):
-                builder.store(ir.Constant(_TILE, [0.0] * TILE_LANES), accumulator)
+            types_ = signature.args
+            _, x_start = _ir_address(context, builder, types_[2], args[2], [args[3], context.get_constant(types.intp, 0)])
 
             if TILE_LANES == 16:  # AVX-512: vpermps looks a nibble's float up in a table of 0..15, reading only an
                 # index's low four bits: one instruction for a mask and a conversion. On an Intel Xeon, Q4_1's gate
@@ -709,17 +747,8 @@ def _group_dot_intrinsic(fmt):
                 def nibbles(word):
                     return builder.sitofp(builder.and_(word, ir.Constant(words, [15] * TILE_LANES)), _TILE)
 
-            def halves(pointer):  # TILE_LANES f16 values, as float32
-                return builder.fpext(builder.load(builder.bitcast(pointer, ir.VectorType(ir.HalfType(), TILE_LANES)
-                                                                  .as_pointer()), align=1), _TILE)
-
-            with cgutils.for_range(builder, builder.sdiv(group_bytes, count(column_bytes))) as loop:
-                column = builder.gep(start, [builder.mul(loop.index, count(column_bytes))])
-                for line in range(0, column_bytes, 64):
-                    _ir_prefetch(builder, builder.gep(column, [count(GROUP_FAR_BYTES + line)]), locality=2)
-                    _ir_prefetch(builder, builder.gep(column, [count(GROUP_NEAR_BYTES + line)]))
-                xs = builder.gep(x_start, [builder.mul(loop.index, count(32))])
-                quants = builder.gep(column, [count(2 * TILE_LANES * scale_vectors)])
+            def column_products(index, column, quants, count):
+                xs = builder.gep(x_start, [builder.mul(index, count(32))])
                 partials = [None] * PARTIAL_SUMS
 
                 def add(q, k):  # partial sums += q · x[k]
@@ -728,7 +757,7 @@ def _group_dot_intrinsic(fmt):
                     partials[slot] = (builder.fmul(q, x_k) if partials[slot] is None
                                       else _ir_fmuladd(builder, q, x_k, partials[slot]))
 
-                if four_bits:  # byte i: weight i in its low nibble, weight 16 + i in its high one
+                if fmt in ("q4_0", "q4_1"):  # byte i: weight i in its low nibble, weight 16 + i in its high one
                     for i in range(16):
                         word = builder.zext(_ir_load(builder, quants, i * TILE_LANES, lanes), words)
                         add(nibbles(word), i)
@@ -738,25 +767,16 @@ def _group_dot_intrinsic(fmt):
                         add(builder.sitofp(_ir_load(builder, quants, k * TILE_LANES, lanes), _TILE), k)
                 else:  # F16: column k's weights are the rows' halves, converted as they are loaded
                     for k in range(32):
-                        add(halves(builder.gep(quants, [count(2 * TILE_LANES * k)])), k)
+                        add(_ir_halves(builder, builder.gep(quants, [count(2 * TILE_LANES * k)])), k)
                 products = partials[0]
                 for partial in partials[1:]:
                     products = builder.fadd(products, partial)
-                if fmt == "f16":  # no scales
-                    builder.store(builder.fadd(products, builder.load(totals)), totals)
-                else:
-                    ds = halves(column)
-                    builder.store(_ir_fmuladd(builder, ds, products, builder.load(totals)), totals)
-                if four_bits:
-                    ms = (halves(builder.gep(column, [count(2 * TILE_LANES)])) if fmt == "q4_1"
-                          else builder.fmul(ds, ir.Constant(_TILE, [-8.0] * TILE_LANES)))
-                    block_sum = _ir_splat(builder, builder.load(builder.gep(sums_start, [loop.index])), _TILE)
-                    builder.store(_ir_fmuladd(builder, ms, block_sum, builder.load(offsets)), offsets)
-            outputs = builder.fadd(builder.load(totals), builder.load(offsets))
-            _, at = _ir_address(context, builder, y_type, args[5], [args[3], builder.mul(args[1], count(TILE_LANES))])
-            builder.store(outputs, builder.bitcast(at, _TILE.as_pointer()), align=4)
+                return products, None
+
+            _ir_block_columns(context, builder, fmt, [types_[i] for i in (0, 1, 3, 4, 8)],
+                              [args[i] for i in (0, 1, 3, 4, 8)], column_products)
             return context.get_dummy_value()
-        return types.void(groups, group, x, x_row, x_sums, y), codegen
+        return types.void(groups, group, x, x_row, x_sums, digits, x_scales, corrections, y), codegen
     return group_dot
 
 
@@ -781,47 +801,28 @@ DIGIT_SCALES = (1.0, 2.0 ** -8, 2.0 ** -16)
 
 
 def _digit_dot_intrinsic(fmt):
-    """A numba intrinsic digit_dot(groups, g, digits, b, x_scales, x_sums, corrections, y): what `_group_dot_intrinsic`'s
-    group_dot gives, y[b, L g + o] for o < L (TILE_LANES), from row b of x as `_digits_of_rows` gives it (digits,
-    x_scales, corrections) and, for the Q4 formats, each block's Σx (x_sums), by integer dot products (vpdpbusd)."""
-    four_bits = fmt in ("q4_0", "q4_1")
-    scale_vectors = GROUP_SCALES_AT[fmt]
-    column_bytes = TILE_LANES * (2 * scale_vectors + {"q8_0": 32, "q4_0": 16, "q4_1": 16}[fmt])
+    """A numba intrinsic digit_dot(groups, g, x, b, x_sums, digits, x_scales, corrections, y): what
+    `_group_dot_intrinsic`'s group_dot gives, y[b, L g + o] for o < L (TILE_LANES), from row b of x as
+    `_digits_of_rows` gives it (digits, x_scales, corrections; x itself unread) and, for the Q4 formats, each
+    block's Σx (x_sums), by integer dot products (vpdpbusd)."""
     words = ir.VectorType(_I32, TILE_LANES)  # a vector of 64 bytes, as vpdpbusd takes them
 
     @intrinsic
-    def digit_dot(typingctx, groups, group, digits, x_row, x_scales, x_sums, corrections, y):
+    def digit_dot(typingctx, groups, group, x, x_row, x_sums, digits, x_scales, corrections, y):
         def codegen(context, builder, signature, args):
-            groups_type, _, digits_type, _, scales_type, sums_type, corrections_type, y_type = signature.args
+            types_ = signature.args
             zero = context.get_constant(types.intp, 0)
-            groups_array, start = _ir_address(context, builder, groups_type, args[0], [args[1], zero])
-            _, digits_start = _ir_address(context, builder, digits_type, args[2], [args[3], zero])
-            _, scales_start = _ir_address(context, builder, scales_type, args[4], [args[3], zero])
-            _, sums_start = _ir_address(context, builder, sums_type, args[5], [args[3], zero])
-            _, corrections_start = _ir_address(context, builder, corrections_type, args[6], [args[3], zero])
-            start = builder.bitcast(start, _I8.as_pointer())
-            group_bytes = cgutils.unpack_tuple(builder, groups_array.shape)[1]
-            count = lambda value: ir.Constant(group_bytes.type, value)  # noqa: E731
-            totals = cgutils.alloca_once(builder, _TILE)  # Σ d · 2^e · (q · digits), a lane an output row
-            offsets = cgutils.alloca_once(builder, _TILE)  # Σ m · Σx
-            for accumulator in (totals, offsets):
-                builder.store(ir.Constant(_TILE, [0.0] * TILE_LANES), accumulator)
+            _, digits_start = _ir_address(context, builder, types_[5], args[5], [args[3], zero])
+            _, scales_start = _ir_address(context, builder, types_[6], args[6], [args[3], zero])
+            _, corrections_start = _ir_address(context, builder, types_[7], args[7], [args[3], zero])
+            digits_start = builder.bitcast(digits_start, _I8.as_pointer())
             dot = cgutils.get_or_insert_function(builder.module, ir.FunctionType(words, [words] * 3),
                                                  "llvm.x86.avx512.vpdpbusd.512")
             low_nibbles = ir.Constant(words, [0x0F0F0F0F] * TILE_LANES)
             sign_bits = ir.Constant(words, [-0x7F7F7F80] * TILE_LANES)  # 0x80808080: q + 128 for each signed byte q
 
-            def halves(pointer):  # TILE_LANES f16 values, as float32
-                return builder.fpext(builder.load(builder.bitcast(pointer, ir.VectorType(ir.HalfType(), TILE_LANES)
-                                                                  .as_pointer()), align=1), _TILE)
-
-            with cgutils.for_range(builder, builder.sdiv(group_bytes, count(column_bytes))) as loop:
-                column = builder.gep(start, [builder.mul(loop.index, count(column_bytes))])
-                for line in range(0, column_bytes, 64):
-                    _ir_prefetch(builder, builder.gep(column, [count(GROUP_FAR_BYTES + line)]), locality=2)
-                    _ir_prefetch(builder, builder.gep(column, [count(GROUP_NEAR_BYTES + line)]))
-                quants = builder.gep(column, [count(2 * TILE_LANES * scale_vectors)])
-                block_digits = builder.gep(digits_start, [builder.mul(loop.index, count(DIGITS * 32))])
+            def column_products(index, column, quants, count):
+                block_digits = builder.gep(digits_start, [builder.mul(index, count(DIGITS * 32))])
                 # two sums a digit, taken in turn: each vpdpbusd waits on its sum's last one
                 sums = [[ir.Constant(words, [0] * TILE_LANES)] * DIGITS for _ in range(2)]
 
@@ -829,7 +830,7 @@ def _digit_dot_intrinsic(fmt):
                     pointer = builder.gep(block_digits, [count(32 * digit + k)])
                     return _ir_splat(builder, builder.load(builder.bitcast(pointer, _I32.as_pointer()), align=1), words)
 
-                if four_bits:  # 4 bytes of each row: weights 4j..4j+3 in the low nibbles, 16 + 4j.. in the high ones
+                if fmt in ("q4_0", "q4_1"):  # 4 bytes of each row: weights 4j..4j+3 in the low nibbles, 16 + 4j.. in the high
                     for j in range(4):
                         run = _ir_load(builder, quants, count(64 * j), words)
                         low = builder.and_(run, low_nibbles)
@@ -845,26 +846,18 @@ def _digit_dot_intrinsic(fmt):
                 products = None  # q · (A + B/256 + C/65536), in float32
                 for digit in range(DIGITS):
                     total = builder.add(sums[0][digit], sums[1][digit])
-                    if not four_bits:
-                        taken = builder.gep(corrections_start, [builder.add(builder.mul(loop.index, count(DIGITS)),
-                                                                            count(digit))])
+                    if fmt == "q8_0":
+                        taken = builder.gep(corrections_start, [builder.add(builder.mul(index, count(DIGITS)), count(digit))])
                         total = builder.sub(total, _ir_splat(builder, builder.load(taken), words))
                     total = builder.sitofp(total, _TILE)
                     scale = ir.Constant(_TILE, [DIGIT_SCALES[digit]] * TILE_LANES)
                     products = builder.fmul(total, scale) if products is None else _ir_fmuladd(builder, total, scale, products)
-                ds = halves(column)
-                x_scale = _ir_splat(builder, builder.load(builder.gep(scales_start, [loop.index])), _TILE)
-                builder.store(_ir_fmuladd(builder, builder.fmul(ds, x_scale), products, builder.load(totals)), totals)
-                if four_bits:
-                    ms = (halves(builder.gep(column, [count(2 * TILE_LANES)])) if fmt == "q4_1"
-                          else builder.fmul(ds, ir.Constant(_TILE, [-8.0] * TILE_LANES)))
-                    block_sum = _ir_splat(builder, builder.load(builder.gep(sums_start, [loop.index])), _TILE)
-                    builder.store(_ir_fmuladd(builder, ms, block_sum, builder.load(offsets)), offsets)
-            outputs = builder.fadd(builder.load(totals), builder.load(offsets))
-            _, at = _ir_address(context, builder, y_type, args[7], [args[3], builder.mul(args[1], count(TILE_LANES))])
-            builder.store(outputs, builder.bitcast(at, _TILE.as_pointer()), align=4)
+                return products, _ir_splat(builder, builder.load(builder.gep(scales_start, [index])), _TILE)  # 2^e
+
+            _ir_block_columns(context, builder, fmt, [types_[i] for i in (0, 1, 3, 4, 8)],
+                              [args[i] for i in (0, 1, 3, 4, 8)], column_products)
             return context.get_dummy_value()
-        return types.void(groups, group, digits, x_row, x_scales, x_sums, corrections, y), codegen
+        return types.void(groups, group, x, x_row, x_sums, digits, x_scales, corrections, y), codegen
     return digit_dot
 
 
@@ -923,9 +916,10 @@ def _digits_of_rows(x, n_blocks):  # pragma: no cover -- compiled; tested throug
 
 
 _f16_group_dot = _group_dot_intrinsic("f16")
-_q8_0_group_dot = _group_dot_intrinsic("q8_0")
-_q4_0_group_dot = _group_dot_intrinsic("q4_0")
-_q4_1_group_dot = _group_dot_intrinsic("q4_1")
+# Each machine compiles one arithmetic for the Q8_0 and Q4 blocks: integers where the CPU has AVX-512 VNNI
+# (`_digit_dot_intrinsic`, the activations' digits from `_digits_of_rows`), float32 elsewhere (no digits).
+_block_dot = _digit_dot_intrinsic if _VNNI else _group_dot_intrinsic
+_q8_0_block_dot, _q4_0_block_dot, _q4_1_block_dot = (_block_dot(fmt) for fmt in ("q8_0", "q4_0", "q4_1"))
 
 
 @njit(inline="always")
@@ -940,60 +934,46 @@ def _block_sums(x, n_blocks):  # pragma: no cover -- compiled
     return sums
 
 
+@njit(cache=True)
+def _no_digits(x, n_blocks):  # pragma: no cover -- compiled; where the blocks multiply in float32
+    rows = x.shape[0]
+    return np.empty((rows, 0), np.int8), np.empty((rows, 0), np.float32), np.empty((rows, 0), np.int32)
+
+
+_row_digits = _digits_of_rows if _VNNI else _no_digits
+
+
 @njit(parallel=True, cache=True)
 def _rows_times_f16_groups(x, groups, y):  # pragma: no cover -- compiled
     for g in prange(groups.shape[0]):
         for b in range(x.shape[0]):
-            _f16_group_dot(groups, g, x, b, x, y)  # no block sums: x, unread
+            _f16_group_dot(groups, g, x, b, x, x, x, x, y)  # no block sums, no digits: x, unread
 
 
-if _VNNI:  # the blocks in integers (`_digit_dot_intrinsic`); each machine compiles one of the two sets
-    _q8_0_digit_dot = _digit_dot_intrinsic("q8_0")
-    _q4_0_digit_dot = _digit_dot_intrinsic("q4_0")
-    _q4_1_digit_dot = _digit_dot_intrinsic("q4_1")
+@njit(parallel=True, cache=True)
+def _rows_times_q8_0_groups(x, groups, y):  # pragma: no cover -- compiled
+    digits, x_scales, corrections = _row_digits(x, x.shape[1] // 32)
+    for g in prange(groups.shape[0]):
+        for b in range(x.shape[0]):
+            _q8_0_block_dot(groups, g, x, b, x, digits, x_scales, corrections, y)  # no block sums: x, unread
 
-    @njit(parallel=True, cache=True)
-    def _rows_times_q8_0_groups(x, groups, y):  # pragma: no cover -- compiled
-        digits, x_scales, corrections = _digits_of_rows(x, x.shape[1] // 32)
-        for g in prange(groups.shape[0]):
-            for b in range(x.shape[0]):
-                _q8_0_digit_dot(groups, g, digits, b, x_scales, x_scales, corrections, y)  # no block sums: unread
 
-    @njit(parallel=True, cache=True)
-    def _rows_times_q4_0_groups(x, groups, y):  # pragma: no cover -- compiled
-        x_sums = _block_sums(x, x.shape[1] // 32)
-        digits, x_scales, corrections = _digits_of_rows(x, x.shape[1] // 32)
-        for g in prange(groups.shape[0]):
-            for b in range(x.shape[0]):
-                _q4_0_digit_dot(groups, g, digits, b, x_scales, x_sums, corrections, y)
+@njit(parallel=True, cache=True)
+def _rows_times_q4_0_groups(x, groups, y):  # pragma: no cover -- compiled
+    x_sums = _block_sums(x, x.shape[1] // 32)
+    digits, x_scales, corrections = _row_digits(x, x.shape[1] // 32)
+    for g in prange(groups.shape[0]):
+        for b in range(x.shape[0]):
+            _q4_0_block_dot(groups, g, x, b, x_sums, digits, x_scales, corrections, y)
 
-    @njit(parallel=True, cache=True)
-    def _rows_times_q4_1_groups(x, groups, y):  # pragma: no cover -- compiled
-        x_sums = _block_sums(x, x.shape[1] // 32)
-        digits, x_scales, corrections = _digits_of_rows(x, x.shape[1] // 32)
-        for g in prange(groups.shape[0]):
-            for b in range(x.shape[0]):
-                _q4_1_digit_dot(groups, g, digits, b, x_scales, x_sums, corrections, y)
-else:
-    @njit(parallel=True, cache=True)
-    def _rows_times_q8_0_groups(x, groups, y):  # pragma: no cover -- compiled
-        for g in prange(groups.shape[0]):
-            for b in range(x.shape[0]):
-                _q8_0_group_dot(groups, g, x, b, x, y)  # no block sums: x, unread
 
-    @njit(parallel=True, cache=True)
-    def _rows_times_q4_0_groups(x, groups, y):  # pragma: no cover -- compiled
-        x_sums = _block_sums(x, x.shape[1] // 32)
-        for g in prange(groups.shape[0]):
-            for b in range(x.shape[0]):
-                _q4_0_group_dot(groups, g, x, b, x_sums, y)
-
-    @njit(parallel=True, cache=True)
-    def _rows_times_q4_1_groups(x, groups, y):  # pragma: no cover -- compiled
-        x_sums = _block_sums(x, x.shape[1] // 32)
-        for g in prange(groups.shape[0]):
-            for b in range(x.shape[0]):
-                _q4_1_group_dot(groups, g, x, b, x_sums, y)
+@njit(parallel=True, cache=True)
+def _rows_times_q4_1_groups(x, groups, y):  # pragma: no cover -- compiled
+    x_sums = _block_sums(x, x.shape[1] // 32)
+    digits, x_scales, corrections = _row_digits(x, x.shape[1] // 32)
+    for g in prange(groups.shape[0]):
+        for b in range(x.shape[0]):
+            _q4_1_block_dot(groups, g, x, b, x_sums, digits, x_scales, corrections, y)
 
 
 @njit(parallel=True, cache=True)
