@@ -101,6 +101,21 @@ def test_kernel_keeps_float32_precision_for_any_block_of_inputs(fmt):
         close(got[row:row + 1], want[row:row + 1])
 
 
+@pytest.mark.parametrize("fmt", BLOCK_FORMATS)
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_a_non_finite_input_gives_non_finite_outputs(fmt, bad):
+    """An overflowing activation is not hidden: a block holding an infinity or a NaN makes its row's outputs non-finite,
+    as dequantize-then-numpy's are, whichever arithmetic the kernel uses; the other rows are untouched."""
+    x = np.random.default_rng(2).standard_normal((3, 64), dtype=np.float32)
+    x[1, 40] = bad
+    w = random_blocks(fmt, 20, 64, seed=12)
+    got = kernels.rows_times_blocks(x, w)
+    assert not np.isfinite(got[1]).any()
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = x @ w.dequantize().T
+    close(got[[0, 2]], want[[0, 2]])
+
+
 @pytest.mark.parametrize("fmt", ["f16", *BLOCK_FORMATS])
 def test_tile_dequantization_is_the_reference_exactly(fmt):
     w = random_blocks(fmt, 90, 160, seed=3)
