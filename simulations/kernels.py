@@ -8,6 +8,10 @@
   model's float32 matrices take their size again in memory). numpy's BLAS packs the whole matrix into a
   buffer on every product of a few rows, so its step of 8 users cost 2-7 times one user's though the
   weights are read once either way (benchmarks/README.md).
+- `rows_times_blocks` (from `model.quantized_linear`): the same product for a matrix kept in a GGUF format (F16,
+  Q8_0, Q4_0, Q4_1), reading the format's bytes from a copy with the blocks of 16 rows interleaved. Where the CPU has
+  AVX-512 VNNI, the Q8_0 and Q4 blocks multiply integers (each activation as three 8-bit digits, exact to float32's
+  rounding: `_digit_dot_intrinsic`); elsewhere each weight becomes a float in registers (`_group_dot_intrinsic`).
 - `one_token_attention` (from `model.transformer_block`): one new token per sequence attends over its
   KV cache. Each cached key and value row is read once for all the query heads that share it
   (grouped-query attention), in parallel over sequences × KV heads × parts of the context, each part a block of
