@@ -893,18 +893,19 @@ def _digits_of_rows(x, n_blocks):  # pragma: no cover -- compiled; tested throug
     for b in range(rows):
         for kb in range(n_blocks):
             top = _largest_magnitude(x, b, kb * 32)
+            # An infinity or a NaN in the block: digits of 0 and a scale of NaN, so that its products are NaN (the float
+            # path's would not be finite either), where the digits of an infinity would be undefined.
+            finite = top < np.int32(0x7F800000)
             # e with the largest |x| / 2^e in [63.5, 127): from its exponent, one more where its leading bits reach
             # 127 · 2^-6 (up to 127.5 its first digit could round to 128)
             e = (top >> np.int32(23)) - np.int32(133) + np.int32((top & np.int32(0x7FFFFF)) >= np.int32(0x7E0000))
-            e = max(e, np.int32(-100))  # 2^(16 - e) stays a float32; a block under 2^-94 keeps x to 2^-116
-            if top >= np.int32(0x7F800000):  # an infinity or a NaN: no digits; the block's products become NaN, as the
-                e = np.int32(0)              # float path's would not be finite either
+            e = max(e, np.int32(-100)) if finite else np.int32(0)  # 2^(16-e) a float32; a block under 2^-94 kept to 2^-116
             to_whole = np.int32((143 - e) << 23).view(np.float32)  # 2^(16 - e): x · 2^(16-e) rounds to A·65536 + B·256 + C
-            x_scales[b, kb] = np.int32((127 + e) << 23).view(np.float32) if top < np.int32(0x7F800000) else F32(np.nan)
+            x_scales[b, kb] = np.int32((127 + e) << 23).view(np.float32) if finite else F32(np.nan)  # 2^e
             sum_high, sum_middle, sum_low = np.int32(0), np.int32(0), np.int32(0)
             at = kb * DIGITS * 32
             for j in range(32):  # vectorised: the rounding is vcvtps2dq, the digits shifts and masks
-                value = x[b, kb * 32 + j] if top < np.int32(0x7F800000) else F32(0)
+                value = x[b, kb * 32 + j] if finite else F32(0)
                 whole = np.int32(np.rint(value * to_whole))  # |whole| < 127 · 2^16: exact in float32
                 low = ((whole + np.int32(128)) & np.int32(255)) - np.int32(128)  # the nearest digits, each -128..127
                 rest = (whole - low) >> np.int32(8)
