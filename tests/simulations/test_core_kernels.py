@@ -16,6 +16,9 @@ from simulations.generate import generate
 from simulations.loader import load_model
 from simulations.model import KVCache, decode_attention, decode_batch, prefill
 
+REPO = Path(__file__).resolve().parents[2]
+FORMATS_TESTS = str(Path(__file__).with_name("test_core_formats.py"))
+
 RELATIVE = 2e-5  # float32: the kernels sum in another order (vectorised, in parts) than BLAS
 
 
@@ -157,7 +160,7 @@ def test_compiled_code_goes_to_the_per_user_cache_even_when_numba_was_imported_f
     env = {**os.environ, "PD_CACHE_DIR": str(tmp_path)}
     env.pop("NUMBA_CACHE_DIR", None)
     code = "import numba\nfrom simulations import kernels\nprint(numba.config.CACHE_DIR)"
-    result = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env,
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.stdout.strip() == str(tmp_path / "numba"), result.stdout + result.stderr
 
@@ -294,19 +297,23 @@ def test_generation_with_kernels_gives_the_numpy_paths_tokens_on_smollm2(prompt,
     assert greedy_tokens(model, prompt, 48) == with_kernels
 
 
+
+def child_run_passes(env: dict[str, str], files: list[str], *select: str) -> None:
+    """Run these test files in a child process with `env` (the kernels compiled for other threads or another CPU),
+    `select` narrowing them (-m / -k), and require that some ran and none failed."""
+    command = [sys.executable, "-m", "pytest", *files, "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *select]
+    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout and "failed" not in result.stdout
+
+
 @pytest.mark.slow
 def test_the_kernel_tests_pass_with_the_work_split_over_two_threads():
     """The suite runs the kernels on one thread (tests/conftest.py); this file's tests run again on two, where
     the kernels split rows, outputs and attention parts between threads."""
     if machine.available_cores() < 2:
         pytest.skip("one core: nothing to split")
-    env = {**os.environ, "NUMBA_NUM_THREADS": "2"}
-    command = [sys.executable, "-m", "pytest", __file__, "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-               "-m", "not real_model and not slow"]
-    result = subprocess.run(command, cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True,
-                            text=True, timeout=600)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert " passed" in result.stdout and "failed" not in result.stdout
+    child_run_passes({**os.environ, "NUMBA_NUM_THREADS": "2"}, [__file__], "-m", "not real_model and not slow")
 
 
 @pytest.mark.slow
@@ -321,15 +328,10 @@ def test_the_block_products_equal_numpy_when_compiled_for_avx512_without_vnni():
         pytest.skip("this CPU has no AVX-512 VNNI to take away")
     features["avx512vnni"] = False
     env = {**os.environ, "NUMBA_CPU_NAME": llvm.get_host_cpu_name(), "NUMBA_CPU_FEATURES": features.flatten()}
-    repo = Path(__file__).resolve().parents[2]
     flags = subprocess.run([sys.executable, "-c", "from simulations import kernels; print(kernels.TILE_LANES, kernels._VNNI)"],
-                           cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert flags.stdout.split() == ["16", "False"], flags.stdout + flags.stderr
-    command = [sys.executable, "-m", "pytest", str(Path(__file__).with_name("test_core_formats.py")), "-q",
-               "-p", "no:cacheprovider", "-p", "no:xdist", "-k", "kernel_equals_dequantize or float32_precision or non_finite"]
-    result = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert " passed" in result.stdout and "failed" not in result.stdout
+    child_run_passes(env, [FORMATS_TESTS], "-k", "kernel_equals_dequantize or float32_precision or non_finite")
 
 
 @pytest.mark.slow
@@ -340,14 +342,9 @@ def test_the_products_equal_numpy_when_compiled_for_a_cpu_without_avx512():
     tests run again as compiled for such a CPU (Haswell's AVX2)."""
     env = {**os.environ, "NUMBA_CPU_NAME": "haswell"}
     env.pop("NUMBA_CPU_FEATURES", None)
-    repo = Path(__file__).resolve().parents[2]
     lanes = subprocess.run([sys.executable, "-c", "from simulations import kernels; print(kernels.TILE_LANES)"],
-                           cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert lanes.stdout.strip() == "8", lanes.stdout + lanes.stderr
-    command = [sys.executable, "-m", "pytest", __file__, str(Path(__file__).with_name("test_core_formats.py")), "-q",
-               "-p", "no:cacheprovider", "-p", "no:xdist",
-               "-k", "rows_times_weight or prompt_attention or one_token_attention or kernel_equals_dequantize"
-               " or half_rows_of_any_length or non_finite"]
-    result = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert " passed" in result.stdout and "failed" not in result.stdout
+    child_run_passes(env, [__file__, FORMATS_TESTS],
+                     "-k", "rows_times_weight or prompt_attention or one_token_attention or kernel_equals_dequantize"
+                     " or half_rows_of_any_length or non_finite")
