@@ -310,13 +310,12 @@ def _ir_larger(builder, x, y):  # max, as the CPU's max instruction (which passe
 # The features numba compiles for: the host's, unless $NUMBA_CPU_NAME names another CPU (then those that
 # $NUMBA_CPU_FEATURES lists).
 _CPU_NAME = numba.config.CPU_NAME or llvm.get_host_cpu_name()
-_WIDE = "+avx512f" in ((numba.config.CPU_FEATURES or "") if numba.config.CPU_NAME
-                       else llvm.get_host_cpu_features().flatten())
+_FEATURES = (numba.config.CPU_FEATURES or "") if numba.config.CPU_NAME else llvm.get_host_cpu_features().flatten()
+_WIDE = "+avx512f" in _FEATURES
 _FEW_ROWS_ASK = not _CPU_NAME.startswith("znver")  # AMD's Zen cores: measured faster asking nothing
 # AVX-512 VNNI (Intel since Cascade Lake, AMD since Zen 4): 64 byte products a vector instruction, for the GGUF
 # formats' blocks (`_digit_dot_intrinsic`).
-_VNNI = _WIDE and "+avx512vnni" in ((numba.config.CPU_FEATURES or "") if numba.config.CPU_NAME
-                                    else llvm.get_host_cpu_features().flatten())
+_VNNI = _WIDE and "+avx512vnni" in _FEATURES
 NEAR_FLOATS = 256  # 1 KiB
 TILE_LANES = 16 if _WIDE else 8
 TILE_OUTPUTS = 2 * TILE_LANES
@@ -551,10 +550,10 @@ def _tiled_rows_times_weight(x, tiles, y):  # pragma: no cover -- compiled; test
 # blocks of TILE_LANES rows interleaved, as llama.cpp's CPU backend repacks Q4_0 for its kernels: for each block
 # column, the rows' f16 scales d (and Q4_1's minimums m), then their quants, each byte (F16: each half) of the
 # rows' blocks together (with VNNI each run of 4 bytes: `_digit_dot_intrinsic`). The outputs are then a vector's
-# lanes, as in the float32 tiles: a column's quant byte i of the TILE_LANES rows is one vector, multiplied by x's element i (broadcast) into the column's partial sums,
-# which the column's scales multiply once (one vector), Q4's m · Σx terms joining once; no per-row adding-up
-# across lanes, no per-block broadcast of a scale. With each row's blocks together (the eleventh session's
-# layout: a row's scales, then its quants) a block took about nine vector instructions and a row ended in a tree
+# lanes, as in the float32 tiles: a column's quant byte i of the TILE_LANES rows is one vector, multiplied by x's
+# element i (broadcast) into the column's partial sums, which the column's scales multiply once (one vector), Q4's
+# m · Σx terms joining once; no per-row adding-up across lanes, no per-block broadcast of a scale. With each row's
+# blocks together (the eleventh session's layout: a row's scales, then its quants) a block took about nine vector instructions and a row ended in a tree
 # of sums: in cache, on one core of an Intel Xeon, Q4_1 1.71 -> 1.21 ns a block, Q8_0 1.65 -> 1.13. Streaming, each
 # column asks for its bytes 8 KiB ahead into the L2 cache and 1 KiB ahead into the L1 (2 KiB into the L1 alone:
 # Q8_0 1.38 times the time of the old layout; asking nothing, 1.6). A one-user step's products there, interleaved
