@@ -543,23 +543,23 @@ def _tiled_rows_times_weight(x, tiles, y):  # pragma: no cover -- compiled; test
 
 
 # --- a few rows times a matrix kept in a GGUF format (quantized.py) --------------------------------
-# Each kernel reads the format's bytes and dequantizes in registers: a step reads the format's bytes (block
-# scales included), never a float32 copy. It reads them from its own copy of the matrix (`interleaved_blocks`,
-# on huge pages: a format the model file does not hold comes from the per-user cache as a memory map, in 4 KiB
-# pages, and on an Intel Xeon a one-user step's F16 products read the map at 19.3 GB/s and a copy at 22.9), the
-# blocks of TILE_LANES rows interleaved, as llama.cpp's CPU backend repacks Q4_0 for its kernels: for each block
-# column, the rows' f16 scales d (and Q4_1's minimums m), then their quants, each byte (F16: each half) of the
-# rows' blocks together (with VNNI each run of 4 bytes: `_digit_dot_intrinsic`). The outputs are then a vector's
+# Each kernel reads the format's bytes and multiplies them in registers (as integers with VNNI, below): a step reads
+# the format's bytes (block scales included), never a float32 copy. It reads them from its own copy of the matrix
+# (`interleaved_blocks`, on huge pages: a format the model file does not hold comes from the per-user cache as a
+# memory map, in 4 KiB pages, and on an Intel Xeon a one-user step's F16 products read the map at 19.3 GB/s and a copy
+# at 22.9), the blocks of TILE_LANES rows interleaved, as llama.cpp's CPU backend repacks Q4_0 for its kernels: for
+# each block column, the rows' f16 scales d (and Q4_1's minimums m), then their quants, each byte (F16: each half) of
+# the rows' blocks together (with VNNI each run of 4 bytes: `_digit_dot_intrinsic`). The outputs are then a vector's
 # lanes, as in the float32 tiles: a column's quant byte i of the TILE_LANES rows is one vector, multiplied by x's
 # element i (broadcast) into the column's partial sums, which the column's scales multiply once (one vector), Q4's
-# m · Σx terms joining once; no per-row adding-up across lanes, no per-block broadcast of a scale. With each row's
-# blocks together (the eleventh session's layout: a row's scales, then its quants) a block took about nine vector instructions and a row ended in a tree
-# of sums: in cache, on one core of an Intel Xeon, Q4_1 1.71 -> 1.21 ns a block, Q8_0 1.65 -> 1.13. Streaming, each
-# column asks for its bytes 8 KiB ahead into the L2 cache and 1 KiB ahead into the L1 (2 KiB into the L1 alone:
-# Q8_0 1.38 times the time of the old layout; asking nothing, 1.6). A one-user step's products there, interleaved
-# against the old layout: Q4_1 5.93 -> 4.67 ms, Q4_0 5.33 -> 4.19, Q8_0 6.63 -> 6.37 (4 KiB ahead), F16 9.13 ->
-# 8.47 (benchmarks/README.md). A matrix whose rows do not fill the last group gets zero rows (scales 0) to fill
-# it, and the product drops their outputs.
+# m · Σx terms joining once; no per-row adding-up across lanes, no per-block broadcast of a scale. With each row's blocks
+# together (the eleventh session's layout: a row's scales, then its quants) a block took about nine vector
+# instructions and a row ended in a tree of sums: in cache, on one core of an Intel Xeon, Q4_1 1.71 -> 1.21 ns a
+# block, Q8_0 1.65 -> 1.13. Streaming, each column asks for its bytes 8 KiB ahead into the L2 cache and 1 KiB ahead
+# into the L1 (2 KiB into the L1 alone: Q8_0 1.38 times the time of the old layout; asking nothing, 1.6). A one-user
+# step's products there, interleaved against the old layout: Q4_1 5.93 -> 4.67 ms, Q4_0 5.33 -> 4.19, Q8_0 6.63 ->
+# 6.37 (4 KiB ahead), F16 9.13 -> 8.47 (benchmarks/README.md). A matrix whose rows do not fill the last group gets
+# zero rows (scales 0) to fill it, and the product drops their outputs.
 
 def rows_times_blocks(x: np.ndarray, w) -> np.ndarray:
     """x @ W.T for x (rows, in) float32 and a `quantized.QuantizedWeight` W: every block read once for all rows."""
