@@ -9,8 +9,9 @@
 The blocks stay as stored (one uint8 row of blocks per output row, the layout of a GGUF tensor's data);
 nothing here keeps a float32 copy. `model.linear` sends a few rows to the compiled kernels
 (`kernels.rows_times_blocks`), which read these bytes (Q8_0's and Q4's regrouped once, `kernels.interleaved_blocks`)
-and dequantize in registers, so a decode step reads these bytes and no more; many rows (prefill) are
-multiplied one dequantized tile of output rows at a time, by the float32 kernel (BLAS on the numpy path). The reference every kernel is tested against is `gguf.quants` (llama.cpp's own Python
+and multiply them in registers (as integers where the CPU has AVX-512 VNNI), so a decode step reads these bytes and
+no more; many rows (prefill) are multiplied one dequantized tile of output rows at a time, by the float32 kernel
+(BLAS on the numpy path). The reference every kernel is tested against is `gguf.quants` (llama.cpp's own Python
 (de)quantization), which `dequantize` calls on the numpy path.
 """
 
