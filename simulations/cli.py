@@ -283,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="e.g. f32,f16,q8_0,q4_1 (default: those four, the last the file's own 4-bit format)")
     p.add_argument("--prompt-lengths", type=_ints, help="TTFT at these prompt lengths (default 128,512,2048)")
     p.add_argument("--context-tokens", type=_count, help="the decode steps' context (default 512)")
-    p.add_argument("--decode-steps", type=_count, help="timed decode steps per round (default 16)")
+    p.add_argument("--decode-steps", type=_count, help="timed decode steps per round, after as many untimed (default 16)")
     p.add_argument("--accuracy-steps", type=_count, help="teacher-forced answer tokens compared (default 64)")
     p.add_argument("--repeats", type=_count, help="interleaved rounds (default 3)")
     p = add("project", "roofline projections onto published accelerators (projected, not measured)", model=False)

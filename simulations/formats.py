@@ -6,17 +6,18 @@ tensor as stored, the token embedding / LM head included, as llama.cpp runs the 
 from float32 by llama.cpp's reference (`gguf.quants`). Norms and biases stay float32, as in GGUF. The same
 `model.forward` runs every format: `model.linear` dispatches on the weight's type.
 
-`measure` times, per format and interleaved (every round runs each format in turn, so a burst of load on
-this shared machine falls on all of them): TTFT (the prompt's prefill, to the first token's logits) at
-several prompt lengths, and decode steps at a 512-token context; and places both on this machine's
-roofline, with FLOPs and bytes from the cost model at the format's real bytes per weight (block scales
-counted). Accuracy: the F32 model's greedy answer to the chapter prompt, then every format reads the same
-tokens (teacher forcing), and its next-token distributions are compared with F32's at each of the answer's
-positions: how often the most likely token is the same (top-1 agreement), and the mean KL divergence
+`measure` times, per format and interleaved (every round runs each format in turn, so a burst of load on this
+shared machine falls on all of them): TTFT (the prompt's prefill, to the first token's logits) at several prompt
+lengths, and decode steps at a 512-token context (after as many untimed ones: generation's steady state); and
+places both on this machine's roofline, with FLOPs and bytes from the cost model at the format's real bytes per
+weight (block scales counted). Accuracy: the F32 model's greedy answer to the chapter prompt, then every format
+reads the same tokens (teacher forcing), and its next-token distributions are compared with F32's at each of the
+answer's positions: how often the most likely token is the same (top-1 agreement), and the mean KL divergence
 KL(F32 ‖ format) in nats, the two numbers llama.cpp's `perplexity --kl-divergence` reports. And each format's
-kernel with its bytes already in the CPU's caches (`cached_product`): whether its own work, waiting for no memory,
-keeps up with memory, which it must for decode to speed up as the bytes shrink; and the step a prompt's pass takes in
-a GGUF format that it does not in float32 (`dequantize_ms`): every layer matrix turned back into float32 once.
+kernel with its bytes already in the CPU's caches (`cached_product`): whether its own work, waiting for no
+memory, keeps up with memory, which it must for decode to speed up as the bytes shrink; and the step a prompt's
+pass takes in a GGUF format that it does not in float32 (`dequantize_ms`): every layer matrix turned back into
+float32 once.
 
 F32 here is the GGUF file dequantized: for SmolLM2 (a Q4_1 file) the file's own format loses nothing
 against it, and F16 and Q8_0 are re-quantizations of already-4-bit weights. The original weights are not
@@ -315,13 +316,19 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
                 done += 1
         for name, m in models.items():
             report(f"round {round_index + 1}/{repeats}: {name.upper()} {decode_steps} decode steps at "
-                   f"{context_tokens} tokens", done / total)
+                   f"{context_tokens} tokens, after as many untimed", done / total)
             cache = decode_caches[name]
-            cache.length = context_tokens  # rewind: the steps overwrite the previous round's rows
             token = int(context_prompt[-1])
-            for _ in range(decode_steps):
-                steps[name].append(_time(lambda m=m, cache=cache, token=token: decode_step(m.weights, m.config, token,
-                                                                                             cache)))
+            # The first steps after another format's run (or any pause) are slower while the last-level cache
+            # takes this format's bytes back, gradually: about ten steps for Q4_1's 121 MB on an Intel Xeon, a
+            # plain read of a buffer that size alike (benchmarks/README.md). Generation runs its steps back to
+            # back, so as many steps run untimed first, the way llama-bench warms up before it times.
+            for timed in (False, True):
+                cache.length = context_tokens  # rewind: the steps overwrite the rows of the steps before
+                for _ in range(decode_steps):
+                    ms = _time(lambda m=m, cache=cache, token=token: decode_step(m.weights, m.config, token, cache))
+                    if timed:
+                        steps[name].append(ms)
             done += 1
 
     if given is None:  # measured on both sides of the phases, as `roofline` does: the faster of the two
@@ -403,8 +410,10 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
             f"compiled kernels that {arithmetic}, and in prefill dequantized a tile at a time into a product. "
             f"Timings interleaved: in each of {repeats} rounds every format in turn runs each prompt's "
             f"prefill (TTFT: median over rounds) and {decode_steps} decode steps after a {context_tokens}-token "
-            "prompt (median step). FLOPs and bytes from the cost model (simulations/cost.py) at each format's "
-            "real bytes per weight, block scales and float32 norms counted; utilisation = achieved ÷ measured "
+            f"prompt (median step), after {decode_steps} untimed steps: generation's steady state, not the first "
+            "steps after another format's run, slower while the caches take the format's bytes back. FLOPs and "
+            "bytes from the cost model (simulations/cost.py) at each format's real bytes per weight, block scales "
+            "and float32 norms counted; utilisation = achieved ÷ measured "
             "peak (bandwidth for decode, GEMM for the prefill at "
             f"{context_tokens if context_tokens in prefills else lengths[-1]} tokens). Accuracy: F32's greedy "
             f"answer of {accuracy_steps} tokens to the chat prompt, read by every format (teacher forcing); "
