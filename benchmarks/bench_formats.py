@@ -5,10 +5,11 @@
 One process, the model already fetched (`python -m simulations fetch`; never downloads). It runs
 `formats.measure` on SmolLM2-135M in F32, F16, Q8_0 and the file's own Q4_1 (its token embedding / LM
 head Q8_0, as the file stores it), `--runs` interleaved rounds: in each round every format in turn runs
-its prefills (128, 512, 2048 tokens) and 16 decode steps at a 512-token context. Each ratio below is
-taken within a round (the formats ran seconds apart, under the same load) and printed as the median of
-the rounds and their spread (min–max). Nothing is asserted: the machine is shared and noisy (`uptime`
-is printed), so a figure that misses its target by its spread says more about the load than the kernel.
+its prefills (128, 512, 2048 tokens) and 16 decode steps at a 512-token context, timed after 16 untimed
+ones (generation's steady state). Each ratio below is taken within a round (the formats ran seconds
+apart, under the same load) and printed as the median of the rounds and their spread (min–max). Nothing
+is asserted: the machine is shared and noisy (`uptime` is printed), so a figure that misses its target
+by its spread says more about the load than the kernel.
 
 Targets (issue 27; llama.cpp decodes this model 2.3–3.1× faster in Q4_1 than in F32 on these hosts):
 decode tokens/s Q8_0 ÷ F32 ≥ 2.5 and 4-bit ÷ F32 ≥ 3.0; each format's decode ≥ 0.7 of the measured
