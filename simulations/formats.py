@@ -15,9 +15,9 @@ reads the same tokens (teacher forcing), and its next-token distributions are co
 answer's positions: how often the most likely token is the same (top-1 agreement), and the mean KL divergence
 KL(F32 ‖ format) in nats, the two numbers llama.cpp's `perplexity --kl-divergence` reports. And each format's
 kernel with its bytes already in the CPU's caches (`cached_product`): whether its own work, waiting for no
-memory, keeps up with memory, which it must for decode to speed up as the bytes shrink; and the step a prompt's
-pass takes in a GGUF format that it does not in float32 (`dequantize_ms`): every layer matrix turned back into
-float32 once.
+memory, keeps up with memory, which it must for decode to speed up as the bytes shrink; a step's matrix products
+alone (`step_products`), to tell their time from the rest of the step's; and the step a prompt's pass takes in a
+GGUF format that it does not in float32 (`dequantize_ms`): every layer matrix turned back into float32 once.
 
 F32 here is the GGUF file dequantized: for SmolLM2 (a Q4_1 file) the file's own format loses nothing
 against it, and F16 and Q8_0 are re-quantizations of already-4-bit weights. The original weights are not
@@ -232,6 +232,24 @@ def _time(run: Callable[[], object]) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+PRODUCT_RUNS = 8  # runs of a step's matrix products alone, a round
+
+
+def step_products(m: LoadedModel) -> Callable[[], None]:
+    """A decode step's matrix products alone, back to back: one row through each layer's matrices in the order
+    a step takes them, then the LM head, by `model.linear` (the kernels a step uses). A step's time less theirs
+    is what its attention, norms and the work between the products take, and what the products lose to them.
+    The rows are random: a product's time does not depend on the values."""
+    matrices = [getattr(layer, kind) for layer in m.weights.layers for kind in MATRICES] + [m.weights.lm_head]
+    rng = np.random.default_rng(0)
+    rows = {w.shape[1]: rng.standard_normal((1, w.shape[1])).astype(np.float32) for w in matrices}
+
+    def run() -> None:
+        for w in matrices:
+            linear(rows[w.shape[1]], w)
+    return run
+
+
 def cached_product(m: LoadedModel, bandwidth: float, repeats: int = 40) -> dict[str, Any]:
     """One decode row times the first layer's CACHED_MATRIX, again and again, so that its bytes are already in the
     CPU's caches: how long the format's kernel takes when memory is not what it waits for (the fastest of `repeats`
@@ -298,6 +316,7 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
 
     ttft: dict[str, dict[int, list[float]]] = {n: {length: [] for length in lengths} for n in names}
     steps: dict[str, list[float]] = {n: [] for n in names}
+    products: dict[str, list[float]] = {n: [] for n in names}
     context_prompt = prompt_of_length(model, context_tokens)
     decode_caches = {}
     for name, m in models.items():
@@ -329,6 +348,9 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
                     ms = _time(lambda m=m, cache=cache, token=token: decode_step(m.weights, m.config, token, cache))
                     if timed:
                         steps[name].append(ms)
+            # right after them, in the same state of the caches: what of a step its matrix products take
+            run = step_products(m)
+            products[name] += [_time(run) for _ in range(PRODUCT_RUNS)]
             done += 1
 
     if given is None:  # measured on both sides of the phases, as `roofline` does: the faster of the two
@@ -367,6 +389,8 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
             "ttft_spread_ms": {str(length): [min(ttft[name][length]), max(ttft[name][length])] for length in lengths},
             "decode_ms_per_token": decode_ms,
             "decode_spread_ms": [min(steps[name]), max(steps[name])],
+            "products_ms": statistics.median(products[name]),
+            "products_spread_ms": [min(products[name]), max(products[name])],
             "tps": 1000 / decode_ms,
             "bytes_per_step": decode["bytes"],
             "bandwidth_utilization": decode["bandwidth_utilization"],
@@ -411,7 +435,8 @@ def measure(model: LoadedModel, formats: Sequence[str] | None = None,
             f"Timings interleaved: in each of {repeats} rounds every format in turn runs each prompt's "
             f"prefill (TTFT: median over rounds) and {decode_steps} decode steps after a {context_tokens}-token "
             f"prompt (median step), after {decode_steps} untimed steps: generation's steady state, not the first "
-            "steps after another format's run, slower while the caches take the format's bytes back. FLOPs and "
+            "steps after another format's run, slower while the caches take the format's bytes back; right after "
+            f"them, {PRODUCT_RUNS} runs of a step's matrix products alone, back to back (median). FLOPs and "
             "bytes from the cost model (simulations/cost.py) at each format's real bytes per weight, block scales "
             "and float32 norms counted; utilisation = achieved ÷ measured "
             "peak (bandwidth for decode, GEMM for the prefill at "

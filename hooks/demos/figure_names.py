@@ -48,7 +48,8 @@ GLOBAL_NAMES: dict[str, str] = {
     "formats.context_tokens": "", "formats.prompt_tokens": "", "formats.accuracy_steps": "", "formats.four_bit": "",
     "formats.activation_digits": "",
     **{f"formats.{key}": "FORMAT" for key in (
-        "name", "bits", "weight_mb", "step_mb", "byte_shrink", "decode_ms", "tps", "decode_speedup", "decode_share",
+        "name", "bits", "weight_mb", "step_mb", "byte_shrink", "decode_ms", "products_ms", "other_ms", "other_share",
+        "tps", "decode_speedup", "decode_share",
         "ttft_ms", "prefill_ratio", "bandwidth_util", "compute_util", "decode_intensity", "top1", "kl",
         "cached_mb", "cached_us", "cached_read_us", "cached_vs_read", "dequantize_ms")},
     "pub.published_tps": "ID", "pub.bound_tps": "ID", "pub.fraction": "ID", "pub.source": "ID",

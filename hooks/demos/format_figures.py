@@ -75,6 +75,7 @@ def figure(key: str, arg: str | None, result: dict[str, Any], lang: str) -> Figu
     prefill, f32_prefill = prefill_at(row, tokens), prefill_at(f32, tokens)
     shrink = byte_shrink(result, row)
     speedup = f32["decode_ms_per_token"] / row["decode_ms_per_token"]
+    other_ms = max(0.0, row["decode_ms_per_token"] - row["products_ms"])  # a noisy run can time the products longer
     return {
         "name": lambda: Figure(None, row["name"], "measured"),
         "bits": lambda: Figure(float(row["bits_per_weight"]), fmt.number(row["bits_per_weight"], lang, 1), "measured"),
@@ -82,6 +83,10 @@ def figure(key: str, arg: str | None, result: dict[str, Any], lang: str) -> Figu
         "step_mb": lambda: number(row["bytes_per_step"], fmt.megabytes),
         "byte_shrink": lambda: number(shrink, ratio_text),
         "decode_ms": lambda: number(row["decode_ms_per_token"], fmt.ms),
+        # a step's matrix products alone, back to back; the rest of the step's time, and its share of the step
+        "products_ms": lambda: number(row["products_ms"], fmt.ms),
+        "other_ms": lambda: number(other_ms, fmt.ms),
+        "other_share": lambda: number(other_ms / row["decode_ms_per_token"], fmt.percent),
         "tps": lambda: number(row["tps"], fmt.tps),
         "decode_speedup": lambda: number(speedup, ratio_text),
         # decode's speed-up as a share of the bytes' shrink: 100% when the step is as many times faster

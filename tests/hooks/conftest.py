@@ -113,7 +113,8 @@ def fake_batch(*, batch_sizes: list[int], context_tokens: int, chunk_sizes: list
 def fake_formats(*, prompt_lengths: list[int], context_tokens: int, accuracy_steps: int) -> dict[str, Any]:
     """A hand-made result of the formats measurement's contract ("prefill-decode-formats/1"): 500 MB of F32
     weights decoded in 20 ms a step; F16 and Q8_0 as much faster as their bytes shrink, Q4_1 only 1.25 times
-    (what an arithmetic-bound kernel gives: with its bytes in the caches it takes 1.2 times their reading);
+    (what an arithmetic-bound kernel gives: with its bytes in the caches it takes 1.2 times their reading), the rest
+    of a step 2.5 ms in each;
     prefill the same in every format; accuracy falling with the bits."""
     peaks = {"peak_gflops": 200.0, "peak_gbps": 25.0}
     flops = 2 * 125e6
@@ -131,6 +132,7 @@ def fake_formats(*, prompt_lengths: list[int], context_tokens: int, accuracy_ste
         matrix_bytes = 2e6 * bits / 8  # a layer's gate-and-up matrix: its bytes read in 320 µs in F32, 50 in Q4_1
         rows.append({"name": fmt.upper(), "format": fmt, "bits_per_weight": bits, "weight_bytes": int(nbytes),
                      "decode_ms_per_token": decode_ms, "tps": 1000 / decode_ms, "bytes_per_step": nbytes,
+                     "products_ms": decode_ms - 2.5,  # the rest of a step: 2.5 ms in every format
                      "decode": point(decode_ms, nbytes, flops),
                      "cached_product": {"matrix": "w_gate_up", "bytes": int(matrix_bytes), "us": cached_us,
                                         "read_us": 1e6 * matrix_bytes / (peaks["peak_gbps"] * 1e9)},

@@ -51,6 +51,22 @@ def test_the_kernels_arithmetic_with_its_bytes_in_the_caches_beside_their_readin
     assert figure(measurements, "formats.dequantize_ms@q8_0").text == "40 ms"  # a prompt's extra step
 
 
+def test_a_steps_products_alone_beside_the_rest_of_its_time(measurements):
+    """The parts of a step that are not its matrix products, as figures the prose can check: the same 2.5 ms in
+    every format of the hand-made result, so a larger share of a smaller format's step."""
+    assert figure(measurements, "formats.products_ms@f32").text == "17.5 ms"
+    assert figure(measurements, "formats.other_ms@q8_0").value == pytest.approx(2.5)
+    assert figure(measurements, "formats.other_share@f32").value == pytest.approx(2.5 / 20)
+    assert figure(measurements, "formats.other_share@q8_0", "zh").value == pytest.approx(2.5 / 5.5)
+
+
+def test_the_rest_of_a_step_is_never_negative(measurements):
+    """On a busy machine the products alone can time longer than the whole step's median: the rest is then 0."""
+    row = next(r for r in measurements.formats()["formats"] if r["format"] == "q8_0")
+    row["products_ms"] = row["decode_ms_per_token"] + 0.3
+    assert figure(measurements, "formats.other_ms@q8_0").value == 0
+
+
 def test_a_format_slower_than_f32_shows_two_decimals_not_a_rounded_one():
     from hooks.demos.format_figures import ratio_text
 

@@ -230,6 +230,7 @@ def test_measure_reports_every_format(tiny):
         assert cached["matrix"] == "w_gate_up" and cached["us"] > 0
         assert cached["read_us"] == pytest.approx(1e6 * cached["bytes"] / 10e9)
         assert (row["dequantize_ms"] == 0) == (row["format"] == "f32")  # float32's copy is made once, not per prompt
+        assert row["products_ms"] > 0 and row["products_spread_ms"][0] <= row["products_ms"]  # a step's products alone
     bits = [formats[f]["bits_per_weight"] for f in ("f32", "f16", "q8_0", "q4_1")]
     assert bits == sorted(bits, reverse=True) and bits[0] == 32
     assert formats["f32"]["top1_agreement"] == 1 and formats["f32"]["mean_kl"] == 0
