@@ -147,6 +147,9 @@ def main() -> None:
                           for row in result["formats"] for c in [row["cached_product"]])
     print(f"\nthe first layer's {matrix}, one row, its bytes already in the caches (the fastest call) ÷ their time at "
           f"the read stream: {in_cache}")
+    parts = " · ".join(f"{row['name']} {row['decode_ms_per_token']:.2f} = {row['products_ms']:.2f} + "
+                       f"{row['decode_ms_per_token'] - row['products_ms']:.2f}" for row in result["formats"])
+    print(f"a decode step = its matrix products alone, back to back + the rest, ms: {parts}")
     print("a prompt's extra step, every layer matrix turned back into float32 once: "
           + " · ".join(f"{row['name']} {row['dequantize_ms']:.1f} ms" for row in result["formats"]))
     print(f"\naccuracy reference: {result['accuracy']['reference']}; {result['accuracy']['steps']} teacher-forced "
