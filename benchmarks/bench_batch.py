@@ -24,6 +24,9 @@ machine is shared and noisy (`uptime`).
    the build's result cache twice (a warm build: the second call's time).
 5. The kernels' cold compile (a fresh numba cache, in a child process), and the kernel against BLAS for all
    the model's matrices at 32 to 1024 rows (a batch's, a prompt's), which `model.linear`'s choice rests on.
+6. The memory the shares rest on (printed, not a target): the read stream's buffer read an eighth at a time,
+   and a plain read of the one-user step's own weight copies, matrix by matrix, beside its products. On a
+   host whose memory is not equally fast everywhere, the stream's ceiling depends on where its buffer lands.
 """
 
 from __future__ import annotations
@@ -198,6 +201,46 @@ def cold_compile_seconds() -> float:
         done = subprocess.run([sys.executable, "-c", COMPILE_SCRIPT, str(weights)], env=env, capture_output=True,
                               text=True, check=True, cwd=Path(__file__).resolve().parents[1])
         return float(done.stdout.strip().splitlines()[-1])
+
+
+def memory_placement(model: Any, repeats: int = 3) -> dict[str, Any]:
+    """What the memory gives where the figures read it: the read stream's buffer (`roofline.stream_bytes`) an
+    eighth at a time, each piece's best of `repeats` reads; and the one-user step's float32 weight copies (the
+    kernels' `weight_tiles`, and the LM head's) read plainly, one matrix after another in a step's order, beside
+    the step's products on them (best of `repeats` passes each, GB/s)."""
+    from simulations import kernels
+    from simulations.roofline import stream_bytes
+
+    def best_gbps(run: Any, nbytes: int) -> float:
+        run()
+        return max(nbytes / _seconds(run) / 1e9 for _ in range(repeats))
+
+    buffer = np.ones(stream_bytes() // 4, dtype=np.float32)
+    eighths = [best_gbps(lambda part=part: kernels.read_everything(part), part.nbytes)
+               for part in np.array_split(buffer, 8)]
+    del buffer
+    matrices = [getattr(layer, kind) for layer in model.weights.layers
+                for kind in ("wqkv", "wo", "w_gate_up", "w_down")] + [model.weights.lm_head]
+    copies = [kernels.weight_tiles(w).reshape(-1) for w in matrices]
+    nbytes = sum(c.nbytes for c in copies)
+    rows = {w.shape[1]: np.random.default_rng(0).standard_normal((1, w.shape[1])).astype(np.float32) for w in matrices}
+
+    def plain() -> None:
+        for copy in copies:
+            kernels.read_everything(copy)
+
+    def products() -> None:
+        for w in matrices:
+            kernels.rows_times_weight(rows[w.shape[1]], w)
+
+    return {"stream_eighths_gbps": eighths, "copies_plain_gbps": best_gbps(plain, nbytes),
+            "copies_products_gbps": best_gbps(products, nbytes)}
+
+
+def _seconds(run: Any) -> float:
+    started = time.perf_counter()
+    run()
+    return time.perf_counter() - started
 
 
 def crossover(model: Any, repeats: int) -> list[dict[str, Any]]:
@@ -386,10 +429,12 @@ def main() -> None:
     build = measure_cold_and_warm(model, peaks)
     progress("kernel vs BLAS for a step's products", None)
     cross = crossover(model, args.repeats)
+    progress("the memory the shares rest on: the stream's buffer an eighth at a time, the step's own copies", None)
+    placement = memory_placement(model)
     progress.done()
     record = {"machine": machine_info(), "peaks": peaks, "kernels": kernels.describe(),
               "checks": checks(decode, prefill, build, compile_s), "decode": decode, "prefill": prefill,
-              "build": build, "compile_s": compile_s, "crossover": cross}
+              "build": build, "compile_s": compile_s, "crossover": cross, "placement": placement}
     if args.json:
         print(json.dumps(record, indent=2, ensure_ascii=False, default=str))
         return
@@ -410,6 +455,11 @@ def main() -> None:
         f"{p['tokens']} {p['share']:.2f} ({p['share_min']:.2f}–{p['share_max']:.2f})" for p in prefill))
     print("kernel vs BLAS, a step's products: " + " · ".join(
         f"B={c['rows']} {c['kernel_ms']:.0f}/{c['blas_ms']:.0f} ms" for c in cross))
+    print("the read stream's buffer an eighth at a time, GB/s: "
+          + " ".join(f"{g:.1f}" for g in placement["stream_eighths_gbps"])
+          + f" · the one-user step's weight copies, read plainly matrix by matrix: {placement['copies_plain_gbps']:.1f}"
+          f", by the step's products: {placement['copies_products_gbps']:.1f} "
+          f"({placement['copies_products_gbps'] / placement['copies_plain_gbps']:.2f} of the plain read)")
 
 
 if __name__ == "__main__":
