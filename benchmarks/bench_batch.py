@@ -206,47 +206,36 @@ def cold_compile_seconds() -> float:
 def memory_placement(model: Any, repeats: int = 3) -> dict[str, Any]:
     """What the memory gives where the figures read it: the read stream's buffer (`roofline.stream_bytes`) an
     eighth at a time, each piece's best of `repeats` reads; and the one-user step's float32 weight copies (the
-    kernels' `weight_tiles`, and the LM head's) read plainly, one matrix after another in a step's order, beside
-    the step's products on them (best of `repeats` passes each, GB/s)."""
+    kernels' `weight_tiles` of `formats.step_matrices`) read plainly, one matrix after another in a step's order,
+    beside the step's products on them (`formats.step_products`; best of `repeats` passes each, GB/s)."""
     from simulations import kernels
-    from simulations.roofline import stream_bytes
+    from simulations.formats import step_matrices, step_products
+    from simulations.roofline import best_seconds, stream_bytes
 
     def best_gbps(run: Any, nbytes: int) -> float:
-        run()
-        return max(nbytes / _seconds(run) / 1e9 for _ in range(repeats))
+        run()  # a first pass untimed, as every ceiling's
+        return nbytes / best_seconds(run, repeats) / 1e9
 
     buffer = np.ones(stream_bytes() // 4, dtype=np.float32)
     eighths = [best_gbps(lambda part=part: kernels.read_everything(part), part.nbytes)
                for part in np.array_split(buffer, 8)]
     del buffer
-    matrices = [getattr(layer, kind) for layer in model.weights.layers
-                for kind in ("wqkv", "wo", "w_gate_up", "w_down")] + [model.weights.lm_head]
-    copies = [kernels.weight_tiles(w).reshape(-1) for w in matrices]
+    copies = [kernels.weight_tiles(w).reshape(-1) for w in step_matrices(model.weights)]
     nbytes = sum(c.nbytes for c in copies)
-    rows = {w.shape[1]: np.random.default_rng(0).standard_normal((1, w.shape[1])).astype(np.float32) for w in matrices}
 
     def plain() -> None:
         for copy in copies:
             kernels.read_everything(copy)
 
-    def products() -> None:
-        for w in matrices:
-            kernels.rows_times_weight(rows[w.shape[1]], w)
-
     return {"stream_eighths_gbps": eighths, "copies_plain_gbps": best_gbps(plain, nbytes),
-            "copies_products_gbps": best_gbps(products, nbytes)}
-
-
-def _seconds(run: Any) -> float:
-    started = time.perf_counter()
-    run()
-    return time.perf_counter() - started
+            "copies_products_gbps": best_gbps(step_products(model), nbytes)}
 
 
 def crossover(model: Any, repeats: int) -> list[dict[str, Any]]:
     """A step's matrix products (every layer's and the LM head) at each of CROSSOVER_ROWS rows: the kernel
     against the numpy path of `model.linear` (BLAS, split into row blocks on the cores where it splits)."""
     from simulations import kernels
+    from simulations.formats import step_matrices
     from simulations.model import linear
     from simulations.roofline import median_seconds
 
@@ -257,9 +246,7 @@ def crossover(model: Any, repeats: int) -> list[dict[str, Any]]:
         finally:
             os.environ.pop("PD_KERNELS")
 
-    weights = model.weights
-    matrices = [w for layer in weights.layers for w in (layer.wqkv, layer.wo, layer.w_gate_up, layer.w_down)]
-    matrices = [np.asarray(w) for w in [*matrices, weights.lm_head]]
+    matrices = [np.asarray(w) for w in step_matrices(model.weights)]
     rows = []
     for b in CROSSOVER_ROWS:
         x = {w.shape[1]: np.random.default_rng(b).standard_normal((b, w.shape[1]), dtype=np.float32) for w in matrices}

@@ -235,12 +235,17 @@ def _time(run: Callable[[], object]) -> float:
 PRODUCT_RUNS = 8  # runs of a step's matrix products alone, a round
 
 
+def step_matrices(weights: Weights) -> list:
+    """The matrices a decode step multiplies, in its order: each layer's MATRICES, then the LM head."""
+    return [getattr(layer, kind) for layer in weights.layers for kind in MATRICES] + [weights.lm_head]
+
+
 def step_products(m: LoadedModel) -> Callable[[], None]:
-    """A decode step's matrix products alone, back to back: one row through each layer's matrices in the order
-    a step takes them, then the LM head, by `model.linear` (the kernels a step uses). A step's time less theirs
-    is what its attention, norms and the work between the products take, and what the products lose to them.
-    The rows are random: a product's time does not depend on the values."""
-    matrices = [getattr(layer, kind) for layer in m.weights.layers for kind in MATRICES] + [m.weights.lm_head]
+    """A decode step's matrix products alone, back to back: one row through each of `step_matrices`, by
+    `model.linear` (the kernels a step uses). A step's time less theirs is what its attention, norms and the
+    work between the products take, and what the products lose to them. The rows are random: a product's time
+    does not depend on the values."""
+    matrices = step_matrices(m.weights)
     rng = np.random.default_rng(0)
     rows = {w.shape[1]: rng.standard_normal((1, w.shape[1])).astype(np.float32) for w in matrices}
 

@@ -209,10 +209,9 @@ def blas_product(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 def quantized_linear(x: np.ndarray, w: QuantizedWeight) -> np.ndarray:
     """x @ W.T for a matrix kept in a GGUF format (`quantized.py`). A few rows go to the compiled kernel,
     which reads the format's bytes and multiplies them in registers, as integers where the CPU has AVX-512 VNNI
-    (decode reads no more than them); many
-    rows (prefill) multiply one tile of dequantized output rows at a time (`quantized.output_tiles`), by the
-    float32 kernel (`kernels.rows_times_dequantized`), as F32's prefill does. The numpy path dequantizes tiles with llama.cpp's
-    reference (`gguf.quants`) for BLAS."""
+    (decode reads no more than them); many rows (prefill) multiply one tile of dequantized output rows at a time
+    (`quantized.output_tiles`), by the float32 kernel (`kernels.rows_times_dequantized`), as F32's prefill does.
+    The numpy path dequantizes tiles with llama.cpp's reference (`gguf.quants`) for BLAS."""
     if kernels.enabled() and x.shape[0] <= kernels.MAX_KERNEL_ROWS:
         return kernels.rows_times_blocks(x, w)
 

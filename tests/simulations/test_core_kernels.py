@@ -297,7 +297,6 @@ def test_generation_with_kernels_gives_the_numpy_paths_tokens_on_smollm2(prompt,
     assert greedy_tokens(model, prompt, 48) == with_kernels
 
 
-
 def child_run_passes(env: dict[str, str], files: list[str], *select: str) -> None:
     """Run these test files in a child process with `env` (the kernels compiled for other threads or another CPU),
     `select` narrowing them (-m / -k), and require that some ran and none failed."""
