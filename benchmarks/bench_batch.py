@@ -323,7 +323,10 @@ class KernelTimers:
 
 def where_the_time_goes(model: Any, batches: tuple[int, ...] = (1, 4, 16), steps: int = 5) -> list[dict[str, Any]]:
     """Each batch size's step split into the kernels' matrix products, their attention and the rest (norms,
-    RoPE, the MLP gate, residuals, Python), every kernel call wrapped in a timer; caches at CONTEXT tokens."""
+    RoPE, the MLP gate, residuals, Python), every kernel call wrapped in a timer; caches at CONTEXT tokens. The
+    products and the attention each with the rate at which they read their bytes (the cost model's weights, and
+    every user's cache), for the read stream beside them."""
+    from simulations.cost import batch_cost
     from simulations.model import decode_batch
     from simulations.serving import prefilled_caches
 
@@ -338,7 +341,12 @@ def where_the_time_goes(model: Any, batches: tuple[int, ...] = (1, 4, 16), steps
                 decode_batch(model.weights, model.config, [42] * batch, caches)
             step = (time.perf_counter() - started) / steps * 1000
             parts = {name: seconds / steps * 1000 for name, seconds in timers.spent.items()}
-            rows.append({"batch": batch, "step_ms": step, **parts, "rest_ms": step - sum(parts.values())})
+            cost = batch_cost(model.config.shape, [(1, CONTEXT)] * batch)
+            rates = {f"{name}_gbps": nbytes / (parts[name] / 1000) / 1e9
+                     for name, nbytes in (("products", cost.weight_bytes), ("attention", cost.kv_read_bytes))
+                     if parts.get(name)}
+            rows.append({"batch": batch, "step_ms": step, **parts, "rest_ms": step - sum(parts.values()), **rates,
+                         "products_mb": cost.weight_bytes / 1e6, "attention_mb": cost.kv_read_bytes / 1e6})
     return rows
 
 
@@ -388,10 +396,14 @@ def main() -> None:
     model = load_model("smollm2-135m", progress)
     if args.profile:
         progress.done()
+        peaks = measure_peaks()
+        print(f"decode at {CONTEXT} tokens (read stream {peaks['peak_gbps']:.1f} GB/s):")
         for row in where_the_time_goes(model):
-            print(f"B = {row['batch']}: step {row['step_ms']:.1f} ms · products {row.get('products', 0):.1f} · "
-                  f"attention {row.get('attention', 0):.1f} · the rest {row['rest_ms']:.1f}")
-        peak = measure_peaks()["peak_gflops"] * 1e9
+            print(f"B = {row['batch']}: step {row['step_ms']:.1f} ms · products {row.get('products', 0):.1f} "
+                  f"({row['products_mb']:.0f} MB at {row.get('products_gbps', 0):.1f} GB/s) · attention "
+                  f"{row.get('attention', 0):.1f} ({row['attention_mb']:.0f} MB at {row.get('attention_gbps', 0):.1f} "
+                  f"GB/s) · the rest {row['rest_ms']:.1f}")
+        peak = peaks["peak_gflops"] * 1e9
         print(f"prefill (GEMM peak {peak / 1e9:.0f} GFLOP/s):")
         for row in where_prefill_goes(model, peak):
             print(f"{row['tokens']} tokens: {row['ms']:.0f} ms · products {row['products']:.0f} "
