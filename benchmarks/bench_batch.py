@@ -212,8 +212,7 @@ def memory_placement(model: Any, repeats: int = 3) -> dict[str, Any]:
     from simulations.formats import step_matrices, step_products
     from simulations.roofline import best_seconds, stream_bytes
 
-    def best_gbps(run: Any, nbytes: int) -> float:
-        run()  # a first pass untimed, as every ceiling's
+    def best_gbps(run: Any, nbytes: int) -> float:  # best_seconds runs a first pass untimed, as for every ceiling
         return nbytes / best_seconds(run, repeats) / 1e9
 
     buffer = np.ones(stream_bytes() // 4, dtype=np.float32)
