@@ -1,6 +1,6 @@
 """Decode at the physical limit: the real model's steps against their roofline floor (issue 23's figures).
 
-    .venv/bin/python benchmarks/bench_batch.py [--json] [--runs N] [--repeats N]
+    .venv/bin/python benchmarks/bench_batch.py [--json PATH] [--runs N] [--repeats N]
     .venv/bin/python benchmarks/bench_batch.py --profile    # where a step's (B = 1, 4, 16) and a prefill's time goes
 
 One process, the model already fetched (`python -m simulations fetch`; never downloads). The floor of a
@@ -32,7 +32,6 @@ machine is shared and noisy (`uptime`).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics
@@ -44,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_simulations import check, machine_line, table  # one table, check and header for every benchmark
+from bench_simulations import check, machine_line, table, write_json  # shared by every benchmark
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
 CONTEXT = 512
@@ -55,6 +54,7 @@ COMPILE_SCRIPT = """
 import time, numpy as np
 started = time.perf_counter()
 from simulations import kernels
+kernels.configure()
 x, w = np.ones((3, 576), np.float32), np.ones((960, 576), np.float32)
 kernels.rows_times_weight(x, w)
 kernels.rows_times_weight(x, np.load(__import__('sys').argv[1], mmap_mode='c').view(np.ndarray))
@@ -71,6 +71,10 @@ cache = np.ones((3, 80, 64), np.float32)
 kernels.prompt_attention(fused[:, :576].reshape(64, 9, 64), cache[:, :64], cache[:, :64])
 print(time.perf_counter() - started)
 """
+
+
+# The kernels a profile times (`simulations.kernels.timed`), by the part of a step each is.
+PARTS = {"rows_times_weight": "products", "one_token_attention": "attention", "prompt_attention": "attention"}
 
 
 def spread(values: list[float]) -> dict[str, float]:
@@ -239,11 +243,8 @@ def crossover(model: Any, repeats: int) -> list[dict[str, Any]]:
     from simulations.roofline import median_seconds
 
     def numpy_path(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-        os.environ["PD_KERNELS"] = "numpy"
-        try:
+        with kernels.use("numpy"):
             return linear(x, w)
-        finally:
-            os.environ.pop("PD_KERNELS")
 
     matrices = [np.asarray(w) for w in step_matrices(model.weights)]
     rows = []
@@ -288,58 +289,28 @@ def checks(decode: dict[str, Any], prefill: list[dict[str, Any]], build: dict[st
     return out
 
 
-class KernelTimers:
-    """Inside `with`, every call of the named `kernels` functions adds its wall time to `spent[label]`."""
-
-    def __init__(self, labels: dict[str, str]) -> None:
-        from collections import Counter
-
-        self.labels, self.spent = labels, Counter()
-
-    def __enter__(self) -> KernelTimers:
-        from simulations import kernels
-
-        self.real = {name: getattr(kernels, name) for name in self.labels}
-        for name, label in self.labels.items():
-            setattr(kernels, name, self.timed(label, self.real[name]))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        from simulations import kernels
-
-        for name, function in self.real.items():
-            setattr(kernels, name, function)
-
-    def timed(self, label: str, function: Any) -> Any:
-        def wrapper(*args: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return function(*args)
-            finally:
-                self.spent[label] += time.perf_counter() - started
-        return wrapper
-
-
 def where_the_time_goes(model: Any, batches: tuple[int, ...] = (1, 4, 16), steps: int = 5) -> list[dict[str, Any]]:
     """Each batch size's step split into the kernels' matrix products, their attention and the rest (norms,
     RoPE, the MLP gate, residuals, Python), every kernel call wrapped in a timer; caches at CONTEXT tokens. The
     products and the attention each with the rate at which they read their bytes (the cost model's weights, and
     every user's cache), for the read stream beside them."""
+    from simulations import kernels
     from simulations.cost import batch_cost
     from simulations.model import decode_batch
     from simulations.serving import prefilled_caches
 
     rows = []
-    with KernelTimers({"rows_times_weight": "products", "one_token_attention": "attention"}) as timers:
+    spent: dict[str, float] = {}
+    with kernels.timed(spent, ("rows_times_weight", "one_token_attention")):
         for batch in batches:
             caches = prefilled_caches(model, batch, CONTEXT, steps + 2)
             decode_batch(model.weights, model.config, [42] * batch, caches)  # warm-up
-            timers.spent.clear()
+            spent.clear()
             started = time.perf_counter()
             for _ in range(steps):
                 decode_batch(model.weights, model.config, [42] * batch, caches)
             step = (time.perf_counter() - started) / steps * 1000
-            parts = {name: seconds / steps * 1000 for name, seconds in timers.spent.items()}
+            parts = {PARTS[name]: seconds / steps * 1000 for name, seconds in spent.items()}
             cost = batch_cost(model.config.shape, [(1, CONTEXT)] * batch)
             rates = {f"{name}_gbps": nbytes / (parts[name] / 1000) / 1e9
                      for name, nbytes in (("products", cost.weight_bytes), ("attention", cost.kv_read_bytes))
@@ -353,18 +324,20 @@ def where_prefill_goes(model: Any, peak_flops: float, repeats: int = 3) -> list[
     """Each prefill length split into the products, the attention and the rest, each kernel call timed (the
     fastest of `repeats`), with the products' and the attention's own shares of the GEMM peak: the cost model's
     FLOPs of each ÷ its time."""
+    from simulations import kernels
     from simulations.cost import prefill_cost
     from simulations.generate import generate
     from simulations.sweep import prompt_of_length
 
     rows = []
-    with KernelTimers({"rows_times_weight": "products", "prompt_attention": "attention"}) as timers:
+    spent: dict[str, float] = {}
+    with kernels.timed(spent, ("rows_times_weight", "prompt_attention")):
         for n in PREFILL_LENGTHS:
             prompt, runs = prompt_of_length(model, n), []
             for _ in range(repeats + 1):  # the first warms up
-                timers.spent.clear()
+                spent.clear()
                 ms = next(iter(generate(model, prompt, max_new_tokens=1, stop_at_eos=False))).ms
-                runs.append((ms, {label: seconds * 1000 for label, seconds in timers.spent.items()}))
+                runs.append((ms, {PARTS[name]: seconds * 1000 for name, seconds in spent.items()}))
             ms, parts = min(runs[1:], key=lambda run: run[0])
             cost = prefill_cost(model.config.shape, n)
             rows.append({"tokens": n, "ms": ms, **parts, "rest_ms": ms - sum(parts.values()),
@@ -376,7 +349,8 @@ def where_prefill_goes(model: Any, peak_flops: float, repeats: int = 3) -> list[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print the full record as JSON")
+    parser.add_argument("--json", metavar="PATH", help="also write the full record as JSON to PATH ('-': stdout "
+                        "instead of the tables); benchmarks/results/<host class>.json keeps a host's reference run")
     parser.add_argument("--runs", type=int, default=3, help="interleaved rounds of the decode figures (default 3)")
     parser.add_argument("--repeats", type=int, default=5, help="steps per batch size and round (default 5)")
     parser.add_argument("--prefill-rounds", type=int, default=7,
@@ -391,6 +365,7 @@ def main() -> None:
     from simulations.machine import machine_info
     from simulations.roofline import best_ceilings, measure_peaks
 
+    kernels.configure()
     progress = StderrProgress()
     model = load_model("smollm2-135m", progress)
     if args.profile:
@@ -430,11 +405,10 @@ def main() -> None:
     progress("the memory the shares rest on: the stream's buffer an eighth at a time, the step's own copies", None)
     placement = memory_placement(model)
     progress.done()
-    record = {"machine": machine_info(), "peaks": peaks, "kernels": kernels.describe(),
+    record = {"machine": machine_info(kernels=kernels.describe()), "peaks": peaks, "kernels": kernels.describe(),
               "checks": checks(decode, prefill, build, compile_s), "decode": decode, "prefill": prefill,
               "build": build, "compile_s": compile_s, "crossover": cross, "placement": placement}
-    if args.json:
-        print(json.dumps(record, indent=2, ensure_ascii=False, default=str))
+    if write_json(record, args.json):
         return
     print(machine_line(record["machine"]))
     each = peaks["measurements"]
@@ -461,5 +435,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     main()

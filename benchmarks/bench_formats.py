@@ -1,6 +1,6 @@
 """Fewer bytes per weight, measured: decode speeds up with the bytes, prefill does not (issue 27's figures).
 
-    .venv/bin/python benchmarks/bench_formats.py [--json] [--runs N]
+    .venv/bin/python benchmarks/bench_formats.py [--json PATH] [--runs N]
 
 One process, the model already fetched (`python -m simulations fetch`; never downloads). It runs
 `formats.measure` on SmolLM2-135M in F32, F16, Q8_0 and the file's own Q4_1 (its token embedding / LM
@@ -12,8 +12,8 @@ is asserted: the machine is shared and noisy (`uptime` is printed), so a figure 
 by its spread says more about the load than the kernel.
 
 Targets (issue 27, which quotes llama.cpp decoding this model 2.3–3.1× faster in Q4_1 than in F32 on earlier
-hosts; built on the eighteenth session's Intel Xeon it gave 1.9–2.1× at a 512-token context and 2.1–2.4× with
-an empty one: benchmarks/README.md, "llama.cpp on the same host"):
+hosts; built on an Intel Xeon host here it gave 1.9–2.1× at a 512-token context and 2.1–2.4× with an empty
+one: benchmarks/README.md, "llama.cpp on the same host"):
 decode tokens/s Q8_0 ÷ F32 ≥ 2.5 and 4-bit ÷ F32 ≥ 3.0; each format's decode ≥ 0.7 of the measured
 bandwidth; the 512-token prefill of every format within 0.6–1.2 of F32's; the build's measurement adds
 ≤ 60 s to a cold build and nothing to a warm one. That last pair is timed apart, after the rounds: the build
@@ -25,16 +25,14 @@ Accuracy against F32 (top-1 agreement, mean KL over 64 teacher-forced steps) is 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench_simulations import check, machine_line, table  # one table, check and header for every benchmark
+from bench_simulations import check, machine_line, table, write_json  # shared by every benchmark
 
 CONTEXT = 512
 TARGETS = {"q8_0": 2.5, "q4_0": 3.0, "q4_1": 3.0}  # decode tokens/s ÷ F32's
@@ -103,7 +101,8 @@ def measure_as_the_build(model: Any, peaks: dict[str, Any]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print the full record as JSON")
+    parser.add_argument("--json", metavar="PATH", help="also write the full record as JSON to PATH ('-': stdout "
+                        "instead of the tables); benchmarks/results/<host class>.json keeps a host's reference run")
     parser.add_argument("--runs", type=int, default=3, help="interleaved rounds (default 3)")
     args = parser.parse_args()
 
@@ -113,6 +112,7 @@ def main() -> None:
     from simulations.loader import load_model
     from simulations.machine import machine_info
 
+    kernels.configure()
     progress = StderrProgress()
     model = load_model("smollm2-135m", progress)
     started = time.perf_counter()
@@ -128,11 +128,10 @@ def main() -> None:
     progress("the build's measurement, cold and from the cache", None)
     build = measure_as_the_build(model, peaks)
     progress.done()
-    record = {"machine": machine_info(), "load_average": os.getloadavg(), "peaks": peaks,
+    record = {"machine": machine_info(kernels=kernels.describe()), "load_average": os.getloadavg(), "peaks": peaks,
               "kernels": kernels.describe(), "checks": checks(result, build), "convert_s": convert_s,
               "measure_s": seconds, "build": build, "result": result}
-    if args.json:
-        print(json.dumps(record, indent=2, ensure_ascii=False, default=str))
+    if write_json(record, args.json):
         return
     print(machine_line(record["machine"]))
     print(f"decode path: {record['kernels']} · peaks: GEMM {peaks['peak_gflops']:.1f} GFLOP/s · read stream "
@@ -161,5 +160,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     main()

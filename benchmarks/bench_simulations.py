@@ -189,6 +189,20 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def write_json(record: dict[str, Any], path: str | None) -> bool:
+    """`--json PATH`: the full record as JSON into PATH (its folder made), or onto stdout for "-"; True when it went to
+    stdout, in place of the tables."""
+    if not path:
+        return False
+    text = json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        return True
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text, encoding="utf-8")
+    return False
+
+
 def machine_line(m: dict[str, Any]) -> str:
     """The header every benchmark prints: what it ran on."""
     return f"{m['cpu']} · {m['cores']} cores · numpy {m['numpy']} ({m['blas']}) · {m['date']}"
@@ -207,6 +221,7 @@ def main() -> None:
 
     from hooks.demos.cache import source_hash
     from hooks.demos.simulator import simulations_dir
+    from simulations import kernels
     from simulations.machine import machine_info
 
     code_hash = source_hash(simulations_dir())
@@ -217,7 +232,7 @@ def main() -> None:
         cold = run_child("cold", cache, args.quick, code_hash)
         print("cached run…", file=sys.stderr)
         cached = run_child("cached", cache, args.quick, code_hash)
-    record = {"machine": machine_info(), "quick": args.quick, "checks": checks(cold, cached),
+    record = {"machine": machine_info(kernels=kernels.describe()), "quick": args.quick, "checks": checks(cold, cached),
               "cold": cold, "cached": cached}
     if args.json:
         print(json.dumps(record, indent=2))

@@ -365,9 +365,10 @@ def chosen_model(requested: str | None) -> str:
 
 
 def machine_text() -> str:
+    from simulations import kernels
     from simulations.machine import machine_info
 
-    info = machine_info()
+    info = machine_info(kernels=kernels.describe())
     return f"{info['cpu']}, {info['cores']} cores, numpy {info['numpy']} ({info['blas']})"
 
 

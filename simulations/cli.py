@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from . import kernels
 from .errors import SimulationError
 
 
@@ -296,6 +297,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     run, show = COMMANDS[args.command]
+    try:
+        kernels.configure()  # the runtime set-up, once, before anything compiles
+    except ValueError as error:  # a PD_KERNELS value that names no path
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     progress = StderrProgress()
     try:
         result = run(args, progress)

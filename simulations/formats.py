@@ -44,6 +44,7 @@ from . import kernels
 from .cost import decode_cost, prefill_cost
 from .errors import PromptError, WeightFormatError
 from .gguf_loader import stored_matrices
+from .kernels.weight_formats import WEIGHT_FORMATS
 from .loader import LoadedModel, bytes_per_weight, model_summary, weights_nbytes
 from .model import KVCache, Weights, decode_step, linear, prefill
 from .paths import cache_dir
@@ -103,11 +104,8 @@ def _matrices(weights: Weights) -> dict[str, np.ndarray]:
 
 def _held(fmt: str, shape: tuple[int, int], kind: str | None, data: np.ndarray) -> QuantizedWeight | np.ndarray:
     """A matrix from the file's raw bytes in the file's format `kind`."""
-    if kind == "f32":
-        return np.ascontiguousarray(data.view(np.float32).reshape(shape))
-    if kind == "f16":
-        return QuantizedWeight("f16", shape, np.ascontiguousarray(data.view(np.float16).reshape(shape)))
-    return QuantizedWeight(kind, shape, np.ascontiguousarray(data.view(np.uint8).reshape(shape[0], -1)))
+    matrix = np.ascontiguousarray(data.view(WEIGHT_FORMATS[kind].storage).reshape(shape[0], -1))
+    return matrix if kind == "f32" else QuantizedWeight(kind, shape, matrix)
 
 
 def convert(model: LoadedModel, fmt: str, progress: Progress = None) -> LoadedModel:
@@ -284,7 +282,7 @@ def dequantize_ms(m: LoadedModel, repeats: int = 3) -> float:
         for w in matrices:
             for start, stop in output_tiles(w.shape[0]):
                 if kernels.enabled():
-                    kernels.dequantized(w, start, stop)
+                    kernels.dequantize(w, start, stop, "product")
                 else:
                     w.dequantize(slice(start, stop))
 

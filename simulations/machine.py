@@ -9,8 +9,6 @@ from functools import lru_cache
 
 import numpy as np
 
-from .kernels import describe
-
 
 def _cpu_model() -> str:
     try:
@@ -54,10 +52,10 @@ def _blas() -> str:
         return "unknown"
 
 
-def machine_info() -> dict:
+def machine_info(*, kernels: str) -> dict:
     """{"cpu","vector","virtual","cores","numpy","blas","kernels","python","date"}: the widest SIMD extension,
-    whether the cores are a hypervisor's virtual CPUs (the `hypervisor` flag), the path decode ran on
-    (`kernels.describe()`), and today's UTC date, ISO format."""
+    whether the cores are a hypervisor's virtual CPUs (the `hypervisor` flag), the path decode ran on as the caller
+    names it (`kernels.describe()`), and today's UTC date, ISO format."""
     flags = _cpu_flags()
     return {
         "cpu": _cpu_model(),
@@ -66,7 +64,7 @@ def machine_info() -> dict:
         "cores": available_cores(),
         "numpy": np.__version__,
         "blas": _blas(),
-        "kernels": describe(),
+        "kernels": kernels,
         "python": platform.python_version(),
         "date": _dt.datetime.now(_dt.UTC).date().isoformat(),
     }

@@ -8,7 +8,7 @@
 
 The blocks stay as stored (one uint8 row of blocks per output row, the layout of a GGUF tensor's data);
 nothing here keeps a float32 copy. `model.linear` sends a few rows to the compiled kernels
-(`kernels.rows_times_blocks`), which read these bytes (Q8_0's and Q4's regrouped once, `kernels.interleaved_blocks`)
+(`kernels.rows_times_blocks`), which read these bytes (regrouped once, `kernels.interleaved_blocks`)
 and multiply them in registers (as integers where the CPU has AVX-512 VNNI), so a decode step reads these bytes and
 no more; many rows (prefill) are multiplied one dequantized tile of output rows at a time, by the float32 kernel
 (BLAS on the numpy path). The reference every kernel is tested against is `gguf.quants` (llama.cpp's own Python
@@ -22,16 +22,18 @@ import functools
 import numpy as np
 
 from .errors import WeightFormatError
+from .kernels.weight_formats import BLOCK, WEIGHT_FORMATS, WeightFormat
+
+__all__ = ["BLOCK", "BLOCK_BYTES", "BYTES_PER_WEIGHT", "FORMATS", "WEIGHT_FORMATS", "QuantizedWeight", "WeightFormat",
+           "check_format", "ggml_type", "output_tiles", "quantize"]
 
 F32 = np.float32
-BLOCK = 32  # weights per block in every block format here (GGUF's QK8_0, QK4_0, QK4_1)
-# Bytes of one block (or of one weight, for the float formats), as GGUF lays them out.
-BLOCK_BYTES = {"q8_0": 34, "q4_0": 18, "q4_1": 20}
-BYTES_PER_WEIGHT = {"f32": 4.0, "f16": 2.0, **{name: size / BLOCK for name, size in BLOCK_BYTES.items()}}
-FORMATS = tuple(BYTES_PER_WEIGHT)  # every format a weight can be held in, llama.cpp's names in lower case
+# Bytes of one block of each block format, as GGUF lays them out, and a weight's bytes in each format (the table's).
+BLOCK_BYTES = {f.name: f.block_bytes for f in WEIGHT_FORMATS.values() if f.is_block_format}
+BYTES_PER_WEIGHT = {f.name: f.bytes_per_weight for f in WEIGHT_FORMATS.values()}
+FORMATS = tuple(WEIGHT_FORMATS)  # every format a weight can be held in, llama.cpp's names in lower case
 # Output rows dequantized at once for a many-row product: at most 9.4 MB of float32 here (the LM head's tiles), and
-# most layer matrices in one tile. Smaller tiles make smaller BLAS products: a 512-token prefill of Q8_0 / Q4_1
-# took 1788 / 1739 ms with 512 rows, 1453 / 1437 with 2048 and 1367 / 1366 with 4096 (F32: 1060).
+# most layer matrices in one tile; smaller tiles make smaller, slower BLAS products (lever `dequantize-tile-rows`).
 TILE_ROWS = 4096
 
 
@@ -62,13 +64,14 @@ class QuantizedWeight:
         if fmt == "f32":
             raise WeightFormatError("a float32 matrix is a plain numpy array, not a QuantizedWeight")
         out, n_in = shape
-        if fmt == "f16":
-            expected, dtype = (out, n_in), np.float16
+        entry, dtype = WEIGHT_FORMATS[fmt], np.dtype(WEIGHT_FORMATS[fmt].storage)
+        if not entry.is_block_format:
+            expected = (out, n_in)
         else:
             if n_in % BLOCK:
                 raise WeightFormatError(f"{fmt.upper()} stores rows in blocks of {BLOCK} weights (as GGUF does): "
                                  f"the input dimension must be a multiple of {BLOCK}, got {n_in}")
-            expected, dtype = (out, n_in // BLOCK * BLOCK_BYTES[fmt]), np.uint8
+            expected = (out, n_in // BLOCK * entry.block_bytes)
         if data.shape != expected or data.dtype != dtype:
             raise WeightFormatError(f"{fmt.upper()} data for a {out}×{n_in} matrix must be {np.dtype(dtype).name} "
                              f"{expected}, got {data.dtype.name} {data.shape}")
@@ -94,7 +97,7 @@ class QuantizedWeight:
     def blocks(self) -> np.ndarray:
         """The rows as (out, in / 32, block bytes) uint8, a view: GGUF's blocks, or F16's weights 32 halves (64 bytes)
         a block when a row holds a whole number of them (the decode kernels read F16 so). Made once: a decode step
-        asks each of its 121 matrices for it, and making the view took 1.5-1.9 µs (2% of a Q8_0 step)."""
+        asks each of its 121 matrices for it (lever `cached-blocks-view`)."""
         if self.format == "f16":
             return np.ascontiguousarray(self.data).view(np.uint8).reshape(self.shape[0], -1, 2 * BLOCK)
         return self.data.reshape(self.shape[0], -1, BLOCK_BYTES[self.format])

@@ -118,7 +118,7 @@ def best_ceilings(measured: list[dict[str, Any]]) -> dict[str, Any]:
 
 def machine_record(peaks: dict[str, Any]) -> dict[str, Any]:
     """A result's `machine`: this machine, and the ceilings it was measured against (their method apart)."""
-    return {**machine_info(), **{k: v for k, v in peaks.items() if k not in ("method", "measurements")}}
+    return {**machine_info(kernels=kernels.describe()), **{k: v for k, v in peaks.items() if k not in ("method", "measurements")}}
 
 
 # --- prefill and decode under the roofline ---------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from . import kernels
 from .errors import PromptError
 from .generate import Step, generate
 from .loader import LoadedModel, model_summary
@@ -152,7 +153,7 @@ def sweep(model: LoadedModel, prompt_lengths: Sequence[int] = (128, 512, 2048, 4
         "prompt_lengths": points,
         "cache_vs_recompute": comparisons,
         "identical_tokens": all(c["identical_tokens"] for c in comparisons),
-        "machine": machine_info(),
+        "machine": machine_info(kernels=kernels.describe()),
         "model": model_summary(model),
         "settings": {"decode_steps": decode_steps, "repeats": repeats, "sampling": "greedy"},
         "method": (

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import kernels
 from .errors import PromptError
 from .generate import Step, generate
 from .loader import LoadedModel, model_summary
@@ -101,7 +102,7 @@ def record(model: LoadedModel, prompt: str, *, max_new_tokens: int = 64, chat: b
     return {
         "schema": SCHEMA,
         "model": model_summary(model),
-        "machine": machine_info(),
+        "machine": machine_info(kernels=kernels.describe()),
         "settings": {"max_new_tokens": max_new_tokens, "chat": chat, **system, "temperature": temperature,
                      "top_k": top_k, "seed": seed},
         "prompt": prompt_json,

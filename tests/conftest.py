@@ -28,6 +28,8 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+from simulations import kernels
+
 # The tests' processes, and the builds and servers they start, run the compiled kernels on one thread. Two
 # workers, Chromium and the builds keep both cores busy, and a parallel kernel then waits for its other thread
 # to get a time slice: a 32-token generation that takes 1.7 s took 15 s, burning the CPU the rest needed (with
@@ -35,6 +37,7 @@ from filelock import FileLock
 # (tests/simulations/test_core_kernels.py). Set before anything imports numba; the measurements .ci/run makes
 # before the tests (the shared site's timings) use every core.
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+kernels.configure()  # the runtime set-up, once, after NUMBA_NUM_THREADS (simulations.kernels)
 
 REPO = Path(__file__).resolve().parent.parent
 # Unit and browser tests build with the seeded tiny model: no download, fast. The real model is

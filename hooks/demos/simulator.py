@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import simulations
-from simulations import batch, cost, formats, loader, projections, roofline, sweep, trace
+from simulations import batch, cost, formats, kernels, loader, projections, roofline, sweep, trace
 
 Progress = Callable[[str, "float | None"], None]
 
@@ -32,6 +32,7 @@ class NumpySimulator:
 
     def __init__(self, spec: str | None) -> None:
         self.spec = spec
+        kernels.configure()  # the kernels' runtime set-up, once per build process
 
     @cached_property
     def model(self) -> Any:

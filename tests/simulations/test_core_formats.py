@@ -46,9 +46,10 @@ def random_blocks(fmt: str, n_out: int, n_in: int, seed: int) -> QuantizedWeight
 
 
 @pytest.fixture(autouse=True)
-def kernel_path(monkeypatch):
+def kernel_path():
     """The kernels are compared with numpy whatever PD_KERNELS the suite runs under."""
-    monkeypatch.setenv("PD_KERNELS", "numba")
+    with kernels.use("numba"):
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +120,7 @@ def test_a_non_finite_input_gives_non_finite_outputs(fmt, bad):
 @pytest.mark.parametrize("fmt", ["f16", *BLOCK_FORMATS])
 def test_tile_dequantization_is_the_reference_exactly(fmt):
     w = random_blocks(fmt, 90, 160, seed=3)
-    np.testing.assert_array_equal(kernels.dequantize_rows(w, 7, 61), w.dequantize(slice(7, 61)))
+    np.testing.assert_array_equal(kernels.dequantize(w, 7, 61), w.dequantize(slice(7, 61)))
 
 
 @pytest.mark.parametrize("fmt", ["f16", *BLOCK_FORMATS])
@@ -128,7 +129,7 @@ def test_dequantization_into_the_kernels_tiles_is_the_reference_regrouped(fmt):
     reference's values, each where `weight_tiles` would have put it."""
     w = random_blocks(fmt, 90, 160, seed=4)
     reference = np.ascontiguousarray(w.dequantize(slice(8, 48)))
-    np.testing.assert_array_equal(kernels.dequantize_tiles(w, 8, 48), kernels.weight_tiles(reference))
+    np.testing.assert_array_equal(kernels.dequantize(w, 8, 48, "tiles"), kernels.weight_tiles(reference))
 
 
 @pytest.mark.parametrize("fmt", ["f16", *BLOCK_FORMATS])
@@ -136,12 +137,12 @@ def test_dequantization_into_the_kernels_tiles_is_the_reference_regrouped(fmt):
 @pytest.mark.parametrize("path", ["numba", "numpy"])
 def test_linear_dispatches_on_the_weight_type(monkeypatch, fmt, rows, path):
     """model.linear takes a QuantizedWeight as it takes a float32 matrix: decode rows and prefill tiles."""
-    monkeypatch.setenv("PD_KERNELS", path)
-    monkeypatch.setattr(quantized, "TILE_ROWS", 40)  # several tiles, the last one short
-    w = random_blocks(fmt, 130, 64, seed=rows)
-    x = np.random.default_rng(1).standard_normal((rows, 64), dtype=np.float32)
-    bias = np.arange(130, dtype=np.float32)
-    close(M.linear(x, w, bias), x @ w.dequantize().T + bias)
+    with kernels.use(path):
+        monkeypatch.setattr(quantized, "TILE_ROWS", 40)  # several tiles, the last one short
+        w = random_blocks(fmt, 130, 64, seed=rows)
+        x = np.random.default_rng(1).standard_normal((rows, 64), dtype=np.float32)
+        bias = np.arange(130, dtype=np.float32)
+        close(M.linear(x, w, bias), x @ w.dequantize().T + bias)
 
 
 def test_block_formats_need_whole_blocks():
@@ -189,11 +190,11 @@ def test_a_converted_model_runs_the_same_forward_as_its_dequantized_weights(tiny
     ids = np.arange(3, 40)
     want = prefill(dense, tiny.config, ids, KVCache.empty(tiny.config, 64), all_logits=True)
     for path in ("numba", "numpy"):
-        monkeypatch.setenv("PD_KERNELS", path)
-        cache = KVCache.empty(tiny.config, 64)
-        got = prefill(model.weights, tiny.config, ids[:-1], cache, all_logits=True)
-        close(got, want[:-1])
-        close(M.decode_step(model.weights, tiny.config, int(ids[-1]), cache), want[-1])
+        with kernels.use(path):
+            cache = KVCache.empty(tiny.config, 64)
+            got = prefill(model.weights, tiny.config, ids[:-1], cache, all_logits=True)
+            close(got, want[:-1])
+            close(M.decode_step(model.weights, tiny.config, int(ids[-1]), cache), want[-1])
 
 
 def test_the_cost_model_reads_the_formats_bytes(tiny):

@@ -33,9 +33,10 @@ def tiny():
 
 
 @pytest.fixture(autouse=True)
-def kernel_path(monkeypatch):
+def kernel_path():
     """These tests compare the kernels with numpy whatever PD_KERNELS the suite runs under."""
-    monkeypatch.setenv("PD_KERNELS", "numba")
+    with kernels.use("numba"):
+        yield
 
 
 # every mix of the tiles' sizes, and a prompt's rows in pieces of MAX_KERNEL_ROWS (a whole piece and a partial one)
@@ -89,12 +90,12 @@ def test_element_wise_kernels_equal_numpy(rows, monkeypatch):
     cos, sin = M.rope_angles(np.arange(100, 100 + rows), 64, 10000.0)
     assert kernels.elementwise(x)
     compiled = [M.rms_norm(x, weight, 1e-5), M.rope(heads, cos, sin, "half"), M.rope(heads, cos, sin, "interleaved")]
-    monkeypatch.setenv("PD_KERNELS", "numpy")
-    assert not kernels.elementwise(x)
-    reference = [M.rms_norm(x, weight, 1e-5), M.rope(heads, cos, sin, "half"), M.rope(heads, cos, sin, "interleaved")]
-    for got, want in zip(compiled, reference, strict=True):
-        assert got.dtype == np.float32 and got.shape == want.shape
-        close(got, want)
+    with kernels.use("numpy"):
+        assert not kernels.elementwise(x)
+        reference = [M.rms_norm(x, weight, 1e-5), M.rope(heads, cos, sin, "half"), M.rope(heads, cos, sin, "interleaved")]
+        for got, want in zip(compiled, reference, strict=True):
+            assert got.dtype == np.float32 and got.shape == want.shape
+            close(got, want)
 
 
 def test_softmax_numerators_equal_numpy_and_give_exact_zeros_and_ones():
@@ -133,10 +134,10 @@ def test_the_mlp_gate_equals_numpy(rows):
 def test_prefill_gives_the_same_logits_on_either_path(tiny, path, monkeypatch):
     """Prefill's attention and MLP gate go through the compiled exp on the kernel path: same logits."""
     ids = np.random.default_rng(5).integers(3, 259, 300)
-    monkeypatch.setenv("PD_KERNELS", path)
-    logits = prefill(tiny.weights, tiny.config, ids, KVCache.empty(tiny.config, 300), all_logits=True)
-    monkeypatch.setenv("PD_KERNELS", "numpy")
-    reference = prefill(tiny.weights, tiny.config, ids, KVCache.empty(tiny.config, 300), all_logits=True)
+    with kernels.use(path):
+        logits = prefill(tiny.weights, tiny.config, ids, KVCache.empty(tiny.config, 300), all_logits=True)
+    with kernels.use("numpy"):
+        reference = prefill(tiny.weights, tiny.config, ids, KVCache.empty(tiny.config, 300), all_logits=True)
     close(logits, reference)
 
 
@@ -149,9 +150,9 @@ def test_linear_uses_the_kernel_for_any_rows_its_tiles_fit_and_blas_for_many_row
     M.linear(np.ones((3 * kernels.MAX_KERNEL_ROWS + 1, tiled.shape[1]), dtype=np.float32), tiled)  # a prompt's rows
     M.linear(np.ones((kernels.MAX_KERNEL_ROWS, 4), dtype=np.float32), other)
     M.linear(np.ones((kernels.MAX_KERNEL_ROWS + 1, 4), dtype=np.float32), other)  # BLAS
-    monkeypatch.setenv("PD_KERNELS", "numpy")
-    M.linear(np.ones((1, 4), dtype=np.float32), other)
-    assert calls == [(3 * kernels.MAX_KERNEL_ROWS + 1, tiled.shape[1]), (kernels.MAX_KERNEL_ROWS, 4)]
+    with kernels.use("numpy"):
+        M.linear(np.ones((1, 4), dtype=np.float32), other)
+        assert calls == [(3 * kernels.MAX_KERNEL_ROWS + 1, tiled.shape[1]), (kernels.MAX_KERNEL_ROWS, 4)]
 
 
 def test_compiled_code_goes_to_the_per_user_cache_even_when_numba_was_imported_first(tmp_path):
@@ -159,7 +160,7 @@ def test_compiled_code_goes_to_the_per_user_cache_even_when_numba_was_imported_f
     files beside the sources."""
     env = {**os.environ, "PD_CACHE_DIR": str(tmp_path)}
     env.pop("NUMBA_CACHE_DIR", None)
-    code = "import numba\nfrom simulations import kernels\nprint(numba.config.CACHE_DIR)"
+    code = "import numba\nfrom simulations import kernels\nkernels.configure()\nprint(numba.config.CACHE_DIR)"
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.stdout.strip() == str(tmp_path / "numba"), result.stdout + result.stderr
@@ -168,7 +169,7 @@ def test_compiled_code_goes_to_the_per_user_cache_even_when_numba_was_imported_f
 def test_an_unknown_kernel_setting_names_the_allowed_values(monkeypatch):
     monkeypatch.setenv("PD_KERNELS", "cuda")
     with pytest.raises(ValueError, match="PD_KERNELS='cuda'.*numba, numpy"):
-        kernels.enabled()
+        kernels.path_setting()
 
 
 # SmolLM2's heads (9 query heads, 3 KV heads of 64) at contexts shorter than a block of keys, of whole blocks and
@@ -223,10 +224,10 @@ def test_prompt_attention_equals_numpy(new, past, heads, kv_heads, hd, monkeypat
     cache[:, :, past + new:] = np.nan
     keys, values = cache[0, :, :past + new], cache[1, :, :past + new]
     got = kernels.prompt_attention(q, keys, values)
-    monkeypatch.setenv("PD_KERNELS", "numpy")
-    want = M.attention(q, keys, values)
-    assert got.shape == (new, heads * hd) and np.isfinite(got).all()
-    close(got, want)
+    with kernels.use("numpy"):
+        want = M.attention(q, keys, values)
+        assert got.shape == (new, heads * hd) and np.isfinite(got).all()
+        close(got, want)
 
 
 def test_the_model_attends_over_a_prompt_with_the_kernel(monkeypatch):
@@ -236,9 +237,9 @@ def test_the_model_attends_over_a_prompt_with_the_kernel(monkeypatch):
     rng = np.random.default_rng(0)
     q, k = rng.standard_normal((5, 4, 32), dtype=np.float32), rng.standard_normal((2, 5, 32), dtype=np.float32)
     M.attention(q, k, k)
-    monkeypatch.setenv("PD_KERNELS", "numpy")
-    M.attention(q, k, k)
-    assert calls == [(5, 4, 32)]
+    with kernels.use("numpy"):
+        M.attention(q, k, k)
+        assert calls == [(5, 4, 32)]
 
 
 def test_decode_steps_with_kernels_equal_the_numpy_path(tiny, monkeypatch):
@@ -251,8 +252,8 @@ def test_decode_steps_with_kernels_equal_the_numpy_path(tiny, monkeypatch):
         return np.stack([M.decode_step(weights, config, int(t), cache) for t in ids[9:]])
 
     with_kernels = logits_of_every_step()
-    monkeypatch.setenv("PD_KERNELS", "numpy")
-    close(with_kernels, logits_of_every_step())
+    with kernels.use("numpy"):
+        close(with_kernels, logits_of_every_step())
 
 
 def test_batched_decode_with_kernels_equals_the_numpy_path(tiny, monkeypatch):
@@ -268,10 +269,9 @@ def test_batched_decode_with_kernels_equals_the_numpy_path(tiny, monkeypatch):
     for users in (1, 2, 7):
         rng = np.random.default_rng(users)
         with_kernels = step(users)
-        monkeypatch.setenv("PD_KERNELS", "numpy")
-        rng = np.random.default_rng(users)
-        close(with_kernels, step(users))
-        monkeypatch.setenv("PD_KERNELS", "numba")
+        with kernels.use("numpy"):
+            rng = np.random.default_rng(users)
+            close(with_kernels, step(users))
 
 
 def greedy_tokens(model, prompt_text: str, steps: int) -> list[int]:
@@ -281,8 +281,8 @@ def greedy_tokens(model, prompt_text: str, steps: int) -> list[int]:
 
 def test_generation_with_kernels_gives_the_numpy_paths_tokens_on_the_tiny_model(tiny, monkeypatch):
     with_kernels = greedy_tokens(tiny, "Explain quantum computing in three sentences.", 24)
-    monkeypatch.setenv("PD_KERNELS", "numpy")
-    assert greedy_tokens(tiny, "Explain quantum computing in three sentences.", 24) == with_kernels
+    with kernels.use("numpy"):
+        assert greedy_tokens(tiny, "Explain quantum computing in three sentences.", 24) == with_kernels
 
 
 CHAPTER_PROMPTS = ("Explain quantum computing in three sentences.", "请用三句话介绍量子计算")
@@ -293,8 +293,8 @@ CHAPTER_PROMPTS = ("Explain quantum computing in three sentences.", "请用三�
 def test_generation_with_kernels_gives_the_numpy_paths_tokens_on_smollm2(prompt, monkeypatch):
     model = load_model("smollm2-135m")
     with_kernels = greedy_tokens(model, prompt, 48)
-    monkeypatch.setenv("PD_KERNELS", "numpy")
-    assert greedy_tokens(model, prompt, 48) == with_kernels
+    with kernels.use("numpy"):
+        assert greedy_tokens(model, prompt, 48) == with_kernels
 
 
 def child_run_passes(env: dict[str, str], files: list[str], *select: str) -> None:
@@ -327,7 +327,7 @@ def test_the_block_products_equal_numpy_when_compiled_for_avx512_without_vnni():
         pytest.skip("this CPU has no AVX-512 VNNI to take away")
     features["avx512vnni"] = False
     env = {**os.environ, "NUMBA_CPU_NAME": llvm.get_host_cpu_name(), "NUMBA_CPU_FEATURES": features.flatten()}
-    flags = subprocess.run([sys.executable, "-c", "from simulations import kernels; print(kernels.TILE_LANES, kernels._VNNI)"],
+    flags = subprocess.run([sys.executable, "-c", "from simulations import kernels; print(kernels.TILE_LANES, kernels.VNNI)"],
                            cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert flags.stdout.split() == ["16", "False"], flags.stdout + flags.stderr
     child_run_passes(env, [FORMATS_TESTS], "-k", "kernel_equals_dequantize or float32_precision or non_finite")
