@@ -192,7 +192,7 @@ def _tiled_rows_times_weight(x, tiles, y):  # pragma: no cover -- compiled; test
 
 
 # Each matrix's tiles, made on its first product and kept while the array that owns its memory lives (a model's
-# weights: for the process). The key is where W's elements are; the owner's weak reference tells a matrix from a
+# weights: for the process). The key is where W's elements are; a weak reference to the base array tells a matrix from a
 # later one at the same address. The weights are read-only: a matrix changed in place keeps its old tiles. The
 # asking array object is remembered too, so the model's matrices are answered at each step without their address.
 _weight_tiles: dict[tuple, tuple[weakref.ref, np.ndarray]] = {}
