@@ -31,6 +31,7 @@ from mkdocs.structure.files import File
 from hooks.demos.assets import language_prefix
 from simulations.paths import cache_dir
 
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 ENV = "PD_LIVE_MODEL"
 CHUNK_BYTES = 32_000_000  # at most this many bytes a chunk (32 MB): a failed fetch repeats little
 MODEL_DIR = "assets/pd/model"
@@ -208,7 +209,7 @@ def _live(path: Path) -> LiveModel:
     return LiveModel(tuple(chunks), manifest, sum(c.size for c in chunks), formats)
 
 
-def live_model(model: Any, project_dir: Path) -> LiveModel | None:
+def live_model(model: Any, project_dir: Path = PROJECT_DIR) -> LiveModel | None:
     """The published model of this build, or None when it is left out (PD_LIVE_MODEL=0, or the npm libraries
     are not installed)."""
     if not enabled() or not all((project_dir / lib).is_file() for lib in LIBRARIES.values()):
@@ -216,7 +217,7 @@ def live_model(model: Any, project_dir: Path) -> LiveModel | None:
     return _live(model_file(model).resolve())
 
 
-def descriptor(model: Any, project_dir: Path) -> dict[str, Any]:
+def descriptor(model: Any, project_dir: Path = PROJECT_DIR) -> dict[str, Any]:
     live = live_model(model, project_dir)
     return live.descriptor() if live else {"available": False}
 

@@ -23,7 +23,7 @@ from mkdocs.utils import get_relative_url
 
 from hooks import authoring, claims
 from hooks.authoring import AuthoringMistake
-from hooks.demos import assets, blocks, contract, inline_figures, render, wasm
+from hooks.demos import assets, blocks, contract, inline_figures, model_chunks, render, wasm
 from hooks.demos.blocks import DemoBlock, Limits
 from hooks.demos.builders import BUILDERS
 from hooks.demos.builders.common import measured_source
@@ -101,6 +101,8 @@ class DemoSite:
         sources = [(file, file.content_string) for file in files.documentation_pages()]
         pages = [PageDemos(self.shown_path(file), file.url, source, demo_fences(source)) for file, source in sources]
         new_files = [assets.plotly_file(config, self.project_dir), *wasm.kernel_files(config)]
+        if any(fence for page in pages for fence in page.fences):  # the live model, when a page has a demo
+            new_files += model_chunks.live_files(config, self.measurements.simulator.model, self.project_dir)
         # Every block is checked before any is simulated: a build stops at a mistake at once.
         checked = [[self._check(page, index, fence) for index, fence in enumerate(page.fences)] for page in pages]
         for page, page_checked in zip(pages, checked, strict=True):

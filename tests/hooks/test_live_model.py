@@ -99,7 +99,7 @@ def test_manifest_of_the_tiny_model_lists_its_tensors_tokenizer_and_template(tmp
 
 def test_a_setting_leaves_the_model_out(monkeypatch):
     monkeypatch.setenv("PD_LIVE_MODEL", "0")
-    assert model_chunks.descriptor(load_model("tiny"), model_chunks.Path(".")) == {"available": False}
+    assert model_chunks.descriptor(load_model("tiny")) == {"available": False}
     monkeypatch.setenv("PD_LIVE_MODEL", "maybe")
     with pytest.raises(ValueError, match="PD_LIVE_MODEL='maybe': allowed values are 1"):
         model_chunks.enabled()
