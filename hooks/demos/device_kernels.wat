@@ -373,10 +373,30 @@
         (br $tokens))))
 ;; --- the live model: matrices in GGUF's block formats (simulations/quantized.py) ---------------------
 
+  ;; Where the table of every half float's value lies (65,536 floats, `f16_table`); 0 until it is made.
+  (global $f16_at (mut i32) (i32.const 0))
+
+  ;; Fill the table at p (256 KB) with every half float's value: a block's scale is then one load.
+  (func (export "f16_table") (param $p i32)
+    (local $h i32)
+    (global.set $f16_at (i32.const 0))
+    (block $done
+      (loop $all
+        (br_if $done (i32.ge_u (local.get $h) (i32.const 65536)))
+        (f32.store (i32.add (local.get $p) (i32.shl (local.get $h) (i32.const 2))) (call $f16_bits (local.get $h)))
+        (local.set $h (i32.add (local.get $h) (i32.const 1)))
+        (br $all)))
+    (global.set $f16_at (local.get $p)))
+
   ;; The IEEE half float at p as an f32 (a block's scale or minimum).
   (func $f16 (param $p i32) (result f32)
-    (local $h i32) (local $e i32) (local $m i32) (local $s i32)
-    (local.set $h (i32.load16_u (local.get $p)))
+    (if (result f32) (global.get $f16_at)
+      (then (f32.load (i32.add (global.get $f16_at) (i32.shl (i32.load16_u (local.get $p)) (i32.const 2)))))
+      (else (call $f16_bits (i32.load16_u (local.get $p))))))
+
+  ;; The half float whose bits are h as an f32.
+  (func $f16_bits (param $h i32) (result f32)
+    (local $e i32) (local $m i32) (local $s i32)
     (local.set $s (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16)))
     (local.set $e (i32.and (i32.shr_u (local.get $h) (i32.const 10)) (i32.const 0x1f)))
     (local.set $m (i32.and (local.get $h) (i32.const 0x3ff)))
@@ -477,4 +497,99 @@
     (if (i32.eqz (local.get $type))
       (then (memory.copy (local.get $out) (local.get $p) (i32.shl (local.get $K) (i32.const 2))))
       (else (call $dequantize (local.get $p) (local.get $out) (local.get $K) (local.get $type)))))
+;; --- one token (decode): each weight read once, dequantized in registers ---------------------------
+
+  ;; Four int32 lanes as floats times the four floats at p, plus c.
+  (func $fma4 (param $q v128) (param $p i32) (param $c v128) (result v128)
+    (MADD (f32x4.convert_i32x4_s (local.get $q)) (v128.load (local.get $p)) (local.get $c)))
+
+  ;; Σ q_i · x_i over one block of 32 quants held as two vectors of sixteen 8-bit lanes (lo: quants 0-15,
+  ;; hi: 16-31), signed or not, against the 32 floats at x. Two accumulators.
+  (func $block_dot (param $lo v128) (param $hi v128) (param $signed i32) (param $x i32) (result v128)
+    (local $a v128) (local $b v128) (local $c v128) (local $d v128) (local $s0 v128) (local $s1 v128)
+    (if (local.get $signed)
+      (then (local.set $a (i16x8.extend_low_i8x16_s (local.get $lo))) (local.set $b (i16x8.extend_high_i8x16_s (local.get $lo)))
+            (local.set $c (i16x8.extend_low_i8x16_s (local.get $hi))) (local.set $d (i16x8.extend_high_i8x16_s (local.get $hi))))
+      (else (local.set $a (i16x8.extend_low_i8x16_u (local.get $lo))) (local.set $b (i16x8.extend_high_i8x16_u (local.get $lo)))
+            (local.set $c (i16x8.extend_low_i8x16_u (local.get $hi))) (local.set $d (i16x8.extend_high_i8x16_u (local.get $hi)))))
+    (local.set $s0 (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $a))) (v128.load (local.get $x))))
+    (local.set $s1 (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $a))) (v128.load offset=16 (local.get $x))))
+    (local.set $s0 (call $fma4 (i32x4.extend_low_i16x8_s (local.get $b)) (i32.add (local.get $x) (i32.const 32)) (local.get $s0)))
+    (local.set $s1 (call $fma4 (i32x4.extend_high_i16x8_s (local.get $b)) (i32.add (local.get $x) (i32.const 48)) (local.get $s1)))
+    (local.set $s0 (call $fma4 (i32x4.extend_low_i16x8_s (local.get $c)) (i32.add (local.get $x) (i32.const 64)) (local.get $s0)))
+    (local.set $s1 (call $fma4 (i32x4.extend_high_i16x8_s (local.get $c)) (i32.add (local.get $x) (i32.const 80)) (local.get $s1)))
+    (local.set $s0 (call $fma4 (i32x4.extend_low_i16x8_s (local.get $d)) (i32.add (local.get $x) (i32.const 96)) (local.get $s0)))
+    (local.set $s1 (call $fma4 (i32x4.extend_high_i16x8_s (local.get $d)) (i32.add (local.get $x) (i32.const 112)) (local.get $s1)))
+    (f32x4.add (local.get $s0) (local.get $s1)))
+
+  ;; One row of W in format $type (1 Q8_0, 2 Q4_1) times the K floats at x: Σ_blocks d·(q·x) (+ m·Σx for Q4_1,
+  ;; the block sums of x at xs).
+  (func $row_dot (param $x i32) (param $xs i32) (param $w i32) (param $K i32) (param $type i32) (result f32)
+    (local $end i32) (local $acc v128) (local $v v128) (local $m f32) (local $msum f32)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $K) (i32.const 2))))
+    (block $done
+      (loop $blocks
+        (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
+        (if (i32.eq (local.get $type) (i32.const 1))
+          (then
+            (local.set $acc (MADD (f32x4.splat (call $f16 (local.get $w)))
+                                  (call $block_dot (v128.load offset=2 (local.get $w)) (v128.load offset=18 (local.get $w))
+                                                   (i32.const 1) (local.get $x))
+                                  (local.get $acc)))
+            (local.set $w (i32.add (local.get $w) (i32.const 34))))
+          (else
+            (local.set $v (v128.load offset=4 (local.get $w)))
+            (local.set $acc (MADD (f32x4.splat (call $f16 (local.get $w)))
+                                  (call $block_dot (v128.and (local.get $v) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))
+                                                   (i8x16.shr_u (local.get $v) (i32.const 4)) (i32.const 0) (local.get $x))
+                                  (local.get $acc)))
+            (local.set $msum (f32.add (local.get $msum)
+                                      (f32.mul (call $f16 (i32.add (local.get $w) (i32.const 2))) (f32.load (local.get $xs)))))
+            (local.set $xs (i32.add (local.get $xs) (i32.const 4)))
+            (local.set $w (i32.add (local.get $w) (i32.const 20)))))
+        (local.set $x (i32.add (local.get $x) (i32.const 128)))
+        (br $blocks)))
+    (f32.add (call $hsum (local.get $acc)) (local.get $msum)))
+
+  ;; The sum of each block of 32 floats of the T rows of K at x, into xs (T × K/32 floats).
+  (func $block_sums (param $x i32) (param $xs i32) (param $n i32)
+    (local $end i32)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $n) (i32.const 2))))
+    (block $done
+      (loop $blocks
+        (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
+        (f32.store (local.get $xs) (call $hsum (f32x4.add
+          (f32x4.add (f32x4.add (v128.load (local.get $x)) (v128.load offset=16 (local.get $x)))
+                     (f32x4.add (v128.load offset=32 (local.get $x)) (v128.load offset=48 (local.get $x))))
+          (f32x4.add (f32x4.add (v128.load offset=64 (local.get $x)) (v128.load offset=80 (local.get $x)))
+                     (f32x4.add (v128.load offset=96 (local.get $x)) (v128.load offset=112 (local.get $x)))))))
+        (local.set $x (i32.add (local.get $x) (i32.const 128)))
+        (local.set $xs (i32.add (local.get $xs) (i32.const 4)))
+        (br $blocks))))
+
+  ;; matmul_q for a few rows (decode): every weight row read once per input row, dequantized in registers.
+  ;; Same arguments as matmul_q; scratch holds the block sums of x.
+  (func (export "matvec_q") (param $x i32) (param $w i32) (param $y i32) (param $T i32) (param $N i32) (param $K i32)
+        (param $acc i32) (param $type i32) (param $ys i32) (param $scratch i32)
+    (local $t i32) (local $n i32) (local $rb i32) (local $xt i32) (local $xs i32) (local $yt i32)
+    (local.set $rb (call $row_bytes (local.get $K) (local.get $type)))
+    (call $block_sums (local.get $x) (local.get $scratch) (i32.mul (local.get $T) (local.get $K)))
+    (block $t_done
+      (loop $rows
+        (br_if $t_done (i32.ge_u (local.get $t) (local.get $T)))
+        (local.set $xt (i32.add (local.get $x) (i32.shl (i32.mul (local.get $t) (local.get $K)) (i32.const 2))))
+        (local.set $xs (i32.add (local.get $scratch) (i32.shl (i32.mul (local.get $t) (i32.shr_u (local.get $K) (i32.const 5))) (i32.const 2))))
+        (local.set $yt (i32.add (local.get $y) (i32.mul (local.get $t) (local.get $ys))))
+        (local.set $n (i32.const 0))
+        (block $n_done
+          (loop $outputs
+            (br_if $n_done (i32.ge_u (local.get $n) (local.get $N)))
+            (call $put (i32.add (local.get $yt) (i32.shl (local.get $n) (i32.const 2)))
+                       (call $row_dot (local.get $xt) (local.get $xs) (i32.add (local.get $w) (i32.mul (local.get $n) (local.get $rb)))
+                                      (local.get $K) (local.get $type))
+                       (local.get $acc))
+            (local.set $n (i32.add (local.get $n) (i32.const 1)))
+            (br $outputs)))
+        (local.set $t (i32.add (local.get $t) (i32.const 1)))
+        (br $rows))))
 )

@@ -10,7 +10,9 @@ own formats (Q4_1 layers, a Q8_0 embedding and LM head, float32 norms): see docs
 The tiny test model (PD_MODEL=tiny) has no file: one is written from its weights (layer matrices in Q4_1, the
 embedding in Q8_0, as the real file stores them), so the same path runs in the tests.
 
-Settings: PD_LIVE_MODEL=0 leaves the model out of a build (the page then says it is not available there).
+Settings: PD_LIVE_MODEL=1 (the default) publishes the build's own model; 0 leaves the model out (the page then
+says it is not available there); any other value names the model to publish instead, as PD_MODEL does ("tiny",
+"smollm2-135m" or a GGUF path): the tests run the real model in the browser on a site built with the tiny one.
 """
 
 from __future__ import annotations
@@ -45,11 +47,17 @@ LIBRARIES = {
 }
 
 
-def enabled() -> bool:
+def setting() -> str:
+    """PD_LIVE_MODEL: "1" (the build's model), "0" (none) or a model to publish instead."""
     value = os.environ.get(ENV, "1").strip()
-    if value not in ("0", "1"):
-        raise ValueError(f"{ENV}={value!r}: allowed values are 1 (publish the model, the default) and 0 (leave it out)")
-    return value == "1"
+    if not value:
+        raise ValueError(f"{ENV} is empty: allowed values are 1 (publish the build's model, the default), 0 (leave "
+                         "it out) or a model as PD_MODEL names one (tiny, smollm2-135m, a GGUF path)")
+    return value
+
+
+def enabled() -> bool:
+    return setting() != "0"
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,7 @@ class LiveModel:
     manifest: bytes
     file_bytes: int
     formats: dict[str, int]  # tensor format -> bytes of the tensors held in it
+    name: str
 
     @property
     def manifest_name(self) -> str:
@@ -76,7 +85,7 @@ class LiveModel:
 
     def descriptor(self) -> dict[str, Any]:
         """What a demo's JSON says of the model before anything is fetched."""
-        return {"available": True, "manifest": self.manifest_name, "download_bytes": self.file_bytes + len(self.manifest),
+        return {"available": True, "model": self.name, "manifest": self.manifest_name, "download_bytes": self.file_bytes + len(self.manifest),
                 "formats": self.formats, "chunks": len(self.chunks)}
 
 
@@ -206,7 +215,7 @@ def model_file(model: Any) -> Path:
 def _live(path: Path) -> LiveModel:
     chunks = split_file(path, cache_dir() / "live" / "chunks")
     manifest, formats = manifest_for(path, chunks)
-    return LiveModel(tuple(chunks), manifest, sum(c.size for c in chunks), formats)
+    return LiveModel(tuple(chunks), manifest, sum(c.size for c in chunks), formats, json.loads(manifest)["name"])
 
 
 def live_model(model: Any, project_dir: Path = PROJECT_DIR) -> LiveModel | None:
@@ -214,6 +223,10 @@ def live_model(model: Any, project_dir: Path = PROJECT_DIR) -> LiveModel | None:
     are not installed)."""
     if not enabled() or not all((project_dir / lib).is_file() for lib in LIBRARIES.values()):
         return None
+    if setting() != "1":
+        from simulations.loader import load_model
+
+        model = load_model(setting())
     return _live(model_file(model).resolve())
 
 

@@ -53,7 +53,30 @@ def test_block_format_product_equals_the_product_with_the_dequantized_matrix(ker
 
 
 @pytest.mark.parametrize("fmt", ["q8_0", "q4_1"])
-def test_embedding_row_is_llama_cpps_dequantized_row(kernels: Kernels, fmt: str):
+@pytest.mark.parametrize(("T", "N", "K"), [(1, 7, 32), (1, 96, 576), (2, 130, 1536), (3, 5, 64)])
+def test_decode_product_in_registers_equals_the_product_with_the_dequantized_matrix(kernels: Kernels, fmt: str, T: int,
+                                                                                   N: int, K: int):
+    rng = np.random.default_rng(T * 1000 + N + K)
+    w = (0.05 * rng.standard_normal((N, K)) + 0.01).astype(np.float32)
+    x = rng.standard_normal((T, K)).astype(np.float32)
+    stored = quantize(w, ggml_type(fmt))
+    reference = np.asarray(dequantize(stored, ggml_type(fmt)), np.float32)
+    wp = put_bytes(kernels, stored.tobytes())
+    xp = kernels.put(x)
+    y0 = rng.standard_normal((T, N)).astype(np.float32)
+    yp = kernels.put(y0)
+    scratch = kernels.put(np.zeros(T * K // 32 + 4, np.float32))
+    kernels("matvec_q", xp, wp, yp, T, N, K, 1, TYPE_CODES[fmt], 4 * N, scratch)
+    want = y0 + x @ reference.T
+    # Summed block by block (d times a block's sum): float32 rounding in another order, nothing more.
+    np.testing.assert_allclose(kernels.get(yp, (T, N)), want, rtol=1e-4, atol=1e-5 * np.abs(x).sum(axis=1).max())
+
+
+@pytest.mark.parametrize("table", [False, True])
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_1"])
+def test_embedding_row_is_llama_cpps_dequantized_row(kernels: Kernels, fmt: str, table: bool):
+    if table:  # every half float's value looked up, as the browser does, instead of computed
+        kernels("f16_table", kernels.put(np.zeros(65536, np.float32)))
     rng = np.random.default_rng(3)
     w = (rng.standard_normal((10, 96)) * np.array([1e-6, 1, 100, 2e4, 1, 1, 1, 1, 1, 1])[:, None]).astype(np.float32)
     stored = quantize(w, ggml_type(fmt))
@@ -100,6 +123,6 @@ def test_manifest_of_the_tiny_model_lists_its_tensors_tokenizer_and_template(tmp
 def test_a_setting_leaves_the_model_out(monkeypatch):
     monkeypatch.setenv("PD_LIVE_MODEL", "0")
     assert model_chunks.descriptor(load_model("tiny")) == {"available": False}
-    monkeypatch.setenv("PD_LIVE_MODEL", "maybe")
-    with pytest.raises(ValueError, match="PD_LIVE_MODEL='maybe': allowed values are 1"):
+    monkeypatch.setenv("PD_LIVE_MODEL", " ")
+    with pytest.raises(ValueError, match="PD_LIVE_MODEL is empty: allowed values are 1"):
         model_chunks.enabled()

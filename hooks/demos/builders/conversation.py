@@ -32,7 +32,7 @@ def build(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
         step["tps"] = tps
     measured = measured_source(trace["machine"], trace["model"]["name"], strings)
     # The real model on the reader's device, offered beside the recording (nothing fetched before a press).
-    live = {**model_chunks.descriptor(m.simulator.model), "model": trace["model"]["name"],
+    live = {"model": trace["model"]["name"], **model_chunks.descriptor(m.simulator.model),
             "prompt": block.prompt, "chat": block.options["chat"], "max_new_tokens": block.options["max_new_tokens"]}
     data = {**data, "live": live}
     common = base(block, strings)

@@ -1,5 +1,5 @@
 // The real model in the worker: the GGUF's bytes in one WebAssembly memory, its tensors read where the
-// manifest says they lie, multiplied in their own formats by `matmul_q` (hooks/demos/device_kernels.wat).
+// manifest says they lie, multiplied in their own formats by `matmul_q` and `matvec_q` (hooks/demos/device_kernels.wat).
 // The passes are simulations/model.py's: `forward` runs T tokens at positions pos0… in one batched pass
 // (prefill: the whole prompt; decode: one token) and appends their K and V to a preallocated cache.
 import { DeviceError, KernelMemory } from "./wasm.js";
@@ -13,6 +13,7 @@ export class LiveModel {
     this.c = manifest.config;
     this.mem = new KernelMemory(module);
     this.k = this.mem.kernels;
+    this.k.f16_table(this.mem.alloc(4 * 65536)); // a block's f16 scale becomes one load
     this.base = this.mem.alloc(manifest.file_bytes + 64);
     this.mark = this.mem.used; // everything after the file is the cache and activations of one run
     const { d_model: d, n_heads: h, n_kv_heads: kv, head_dim: hd, d_ff: ff } = this.c;
@@ -73,7 +74,10 @@ export class LiveModel {
 
   matmul(x, w, y, T, N, K, acc, ys = N) {
     if (w.rows !== N || w.cols !== K) throw new DeviceError("kernel", `a ${w.rows}×${w.cols} matrix where ${N}×${K} was expected`);
-    this.k.matmul_q(x, w.ptr, y, T, N, K, acc ? 1 : 0, w.type, 4 * ys, this.scratch);
+    // A prompt: bands of rows dequantized into scratch, then the float32 tile kernel. A token: each row
+    // dequantized in registers (matvec_q), every weight read once.
+    const product = T >= 4 || w.type === TYPE.f32 ? this.k.matmul_q : this.k.matvec_q;
+    product(x, w.ptr, y, T, N, K, acc ? 1 : 0, w.type, 4 * ys, this.scratch);
   }
 
   /** RMSNorm of `rows` rows of x (from row `row0`) into y: x · (w / sqrt(mean(x²) + eps)), as model.rms_norm. */
