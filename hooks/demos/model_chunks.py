@@ -60,6 +60,11 @@ def enabled() -> bool:
     return setting() != "0"
 
 
+def cache_key(project_dir: Path = PROJECT_DIR) -> str:
+    """What a demo's cached JSON depends on here: the setting, and whether the libraries are installed."""
+    return f"{setting()}:{all((project_dir / lib).is_file() for lib in LIBRARIES.values())}"
+
+
 @dataclass(frozen=True)
 class Chunk:
     sha256: str

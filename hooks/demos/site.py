@@ -162,7 +162,8 @@ class DemoSite:
         m = self.measurements
         parts = {"what": "demo", "kind": block.kind, "options": block.options, "lang": self.lang,
                  "strings": self.strings.values, "simulation_code": m.code_hash, "model": m.simulator.fingerprint,
-                 "sweep": m.settings.name, "demo_code": _code_hash(Path(__file__).resolve().parent)}
+                 "sweep": m.settings.name, "demo_code": _code_hash(Path(__file__).resolve().parent),
+                 "live_model": model_chunks.cache_key()}
 
         def build() -> dict[str, Any]:
             with m.cache.recording() as used:

@@ -78,7 +78,7 @@ function mountLive(demo, stage, data, text, format) {
   loadLiveStyle();
   const query = new URLSearchParams(window.location.search);
   const refuseStorage = query.get("pd-live-storage") === "refuse"; // tests: a browser that refuses storage
-  const megabytes = format.number(live.download_bytes / 1e6, 0);
+  const megabytes = format.number(live.download_bytes / 1e6);
   const promptBox = h("textarea", { class: "pd-live__prompt", id: `${id}-prompt`, rows: 2 });
   promptBox.value = live.prompt;
   const maxBox = h("input", { type: "number", class: "pd-select pd-live__max", id: `${id}-max`, min: 1, max: 512,
@@ -104,7 +104,7 @@ function mountLive(demo, stage, data, text, format) {
     h("p", { class: "pd-live__note", id: `${id}-intro`,
       text: text("live.intro", { model: live.model, formats: formatsText(live.formats), megabytes }) }),
     h("p", { class: "pd-live__note", text: text("live.english_only") }),
-    h("label", { class: "pd-field pd-field--wide pd-live__field", for: `${id}-prompt` },
+    h("label", { class: "pd-field pd-live__field", for: `${id}-prompt` },
       h("span", { text: text("live.prompt") }), promptBox),
     h("div", { class: "pd-fields" },
       h("label", { class: "pd-field", for: `${id}-max` }, h("span", { text: text("live.max_tokens") }), maxBox),
