@@ -124,7 +124,7 @@ def tensor_table(reader: Any, path: Path) -> dict[str, dict[str, Any]]:
     return table
 
 
-def manifest_for(path: Path, chunks: list[Chunk]) -> tuple[bytes, dict[str, int]]:
+def manifest_for(path: Path, chunks: list[Chunk], name: str | None = None) -> tuple[bytes, dict[str, int]]:
     from simulations.gguf_loader import _open_reader, read_config, read_tokenizer
 
     reader = _open_reader(path)
@@ -138,7 +138,7 @@ def manifest_for(path: Path, chunks: list[Chunk]) -> tuple[bytes, dict[str, int]
         formats[t["type"]] = formats.get(t["type"], 0) + t["bytes"]
     manifest = {
         "format": FORMAT,
-        "name": config.name,
+        "name": name or config.name,
         "file_bytes": sum(c.size for c in chunks),
         "chunks": [{"name": c.name, "sha256": c.sha256, "bytes": c.size} for c in chunks],
         "config": {key: getattr(config, key) for key in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim",
@@ -217,10 +217,10 @@ def model_file(model: Any) -> Path:
 
 
 @cache
-def _live(path: Path) -> LiveModel:
+def _live(path: Path, name: str) -> LiveModel:
     chunks = split_file(path, cache_dir() / "live" / "chunks")
-    manifest, formats = manifest_for(path, chunks)
-    return LiveModel(tuple(chunks), manifest, sum(c.size for c in chunks), formats, json.loads(manifest)["name"])
+    manifest, formats = manifest_for(path, chunks, name)
+    return LiveModel(tuple(chunks), manifest, sum(c.size for c in chunks), formats, name)
 
 
 def live_model(model: Any, project_dir: Path = PROJECT_DIR) -> LiveModel | None:
@@ -232,7 +232,7 @@ def live_model(model: Any, project_dir: Path = PROJECT_DIR) -> LiveModel | None:
         from simulations.loader import load_model
 
         model = load_model(setting())
-    return _live(model_file(model).resolve())
+    return _live(model_file(model).resolve(), model.name)
 
 
 def descriptor(model: Any, project_dir: Path = PROJECT_DIR) -> dict[str, Any]:

@@ -5,7 +5,9 @@ pass and decodes token by token in a worker; its greedy tokens equal the numpy m
 chunk is fetched again, then refused with a clear reason and a working Retry; refused storage runs from memory.
 
 The shared test site is built with the tiny model, which the build publishes as a GGUF of its own (Q4_1 layers,
-Q8_0 embedding, as the real file); the real model's run is marked real_model and reads the real model's site."""
+Q8_0 embedding, as the real file); the real model's run is marked real_model and reads a tiny site that publishes
+the real model (PD_LIVE_MODEL=smollm2-135m: the same files a real build publishes, without its minutes of
+simulation)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ import pytest
 from simulations.generate import generate
 from simulations.loader import load_model
 from tests.browser.quality_pages import page_idle
+from tests.browser.static_server import StaticServer
+from tests.conftest import build_site
 
 pytestmark = pytest.mark.browser
 PAGE = "two-phases/"
@@ -232,3 +236,35 @@ def test_the_control_fits_a_320_px_screen_after_a_run(open_page):
                                           "el.getBoundingClientRect().right > innerWidth + 0.5).map((el) => el.className)")
     assert outside == [], f"parts of the control stick out of a 320 px screen: {outside}"
     log.assert_clean()
+
+
+@pytest.fixture(scope="module")
+def real_live_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_site(tmp_path_factory.mktemp("live-real") / "site", extra_env={"PD_LIVE_MODEL": "smollm2-135m"}).path
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("lang", ["en/", ""])
+def test_the_real_model_runs_in_the_browser_and_its_greedy_tokens_equal_numpys(browser, real_live_site: Path, lang):
+    with StaticServer(real_live_site) as server:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"{server.url.rstrip('/')}/{lang}{PAGE}")
+        demo = demo_of(page)
+        demo.scroll_into_view_if_needed()
+        demo.get_by_role("button", name=RUN[lang]).click()
+        assert wait_until_finished(page, demo) == "done", live_section(page).locator(".pd-live__status").text_content()
+        result = result_of(demo)
+        live = page.evaluate("el => fetch(new URL(el.dataset.pdTrace, document.baseURI)).then((r) => r.json())",
+                             demo.element_handle())["live"]
+        assert live["model"].startswith("SmolLM2") and live["download_bytes"] > 90e6
+        ids, generated, text = numpy_greedy(published_model(real_live_site, page), live["prompt"], live["chat"],
+                                            live["max_new_tokens"])
+        context.close()
+    assert result["prompt_tokens"] == ids
+    assert len(generated) >= 32, "the chapter's prompt gives at least 32 new tokens to compare"
+    assert result["generated_ids"] == generated
+    assert result["text"] == text
+    assert not errors
