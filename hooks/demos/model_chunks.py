@@ -83,6 +83,7 @@ class LiveModel:
     file_bytes: int
     formats: dict[str, int]  # tensor format -> bytes of the tensors held in it
     name: str
+    config: dict[str, Any]  # the model's shapes, as the manifest gives them
 
     @property
     def manifest_name(self) -> str:
@@ -220,7 +221,7 @@ def model_file(model: Any) -> Path:
 def _live(path: Path, name: str) -> LiveModel:
     chunks = split_file(path, cache_dir() / "live" / "chunks")
     manifest, formats = manifest_for(path, chunks, name)
-    return LiveModel(tuple(chunks), manifest, sum(c.size for c in chunks), formats, name)
+    return LiveModel(tuple(chunks), manifest, sum(c.size for c in chunks), formats, name, json.loads(manifest)["config"])
 
 
 def live_model(model: Any, project_dir: Path = PROJECT_DIR) -> LiveModel | None:

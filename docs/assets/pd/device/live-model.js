@@ -3,6 +3,7 @@
 // The passes are simulations/model.py's: `forward` runs T tokens at positions pos0… in one batched pass
 // (prefill: the whole prompt; decode: one token) and appends their K and V to a preallocated cache.
 import { DeviceError, KernelMemory } from "./wasm.js";
+import { checkedFile } from "./live-store.js";
 
 const TYPE = { f32: 0, q8_0: 1, q4_1: 2 };
 const BAND_ROWS = 64; // weight rows matmul_q dequantizes at once for a prompt
@@ -191,4 +192,27 @@ export function argmax(logits) {
   let best = 0;
   for (let i = 1; i < logits.length; i += 1) if (logits[i] > logits[best]) best = i;
   return best;
+}
+
+/**
+ * The model of `manifest` in a memory of its own: every chunk from `store` (Cache Storage, or null) or fetched from
+ * `modelBase`, checked, and copied into place. onBytes(n) as bytes arrive. Resolves to {model, fromCache, kept}.
+ */
+export async function loadWeights(module, manifest, modelBase, store, onBytes = () => {}) {
+  let model;
+  try {
+    model = new LiveModel(module, manifest);
+  } catch (error) {
+    throw error instanceof DeviceError ? error : new DeviceError("memory", String(error?.message || error));
+  }
+  let offset = 0, fromCache = 0, kept = Boolean(store);
+  for (const chunk of manifest.chunks) {
+    const file = await checkedFile(store, new URL(chunk.name, modelBase), chunk.sha256, chunk.bytes, onBytes);
+    if (file.cached) fromCache += chunk.bytes;
+    kept &&= file.kept;
+    model.write(offset, file.buffer);
+    offset += chunk.bytes;
+  }
+  model.bind();
+  return { model, fromCache: fromCache === manifest.file_bytes, kept };
 }

@@ -6,8 +6,8 @@
 // {type: "done", reason}, {type: "error", kind, message}. One worker runs everything: a decode step's layers
 // would each wait for a message round trip (0.1-0.2 ms) if split among workers (docs/assets/pd/device/README.md).
 import { DeviceError, loadKernels } from "./wasm.js";
-import { LiveModel, argmax } from "./live-model.js";
-import { checkedFile, openStore } from "./live-store.js";
+import { argmax, loadWeights } from "./live-model.js";
+import { openStore } from "./live-store.js";
 
 let model = null;
 let loaded = null; // {variant, storage}
@@ -32,27 +32,14 @@ async function load({ manifest, modelBase, refuseStorage }) {
   const kernels = await loadKernels();
   if (!kernels) throw new DeviceError("load", "this browser has no WebAssembly SIMD");
   const store = await openStore(refuseStorage);
-  try {
-    model = new LiveModel(kernels.module, manifest);
-  } catch (error) {
-    throw error instanceof DeviceError ? error : new DeviceError("memory", String(error?.message || error));
-  }
-  const total = manifest.file_bytes;
-  let done = 0, fromCache = 0, kept = true, offset = 0;
-  for (const chunk of manifest.chunks) {
-    const url = new URL(chunk.name, modelBase);
-    const file = await checkedFile(store, url, chunk.sha256, chunk.bytes, (n) => {
-      done += n;
-      post({ type: "progress", loaded: done, total });
-    });
-    if (file.cached) fromCache += chunk.bytes;
-    kept &&= file.kept;
-    model.write(offset, file.buffer);
-    offset += chunk.bytes;
-  }
-  model.bind();
-  loaded = { variant: kernels.variant, storage: store ? (kept ? "kept" : "memory") : "refused",
-    from_cache: fromCache === total, digest: manifest.chunks[0].sha256 };
+  let done = 0;
+  const placed = await loadWeights(kernels.module, manifest, modelBase, store, (n) => {
+    done += n;
+    post({ type: "progress", loaded: done, total: manifest.file_bytes });
+  });
+  model = placed.model;
+  loaded = { variant: kernels.variant, storage: store ? (placed.kept ? "kept" : "memory") : "refused",
+    from_cache: placed.fromCache, digest: manifest.chunks[0].sha256 };
   post({ type: "ready", ...loaded });
 }
 
