@@ -51,6 +51,7 @@ export function mount(demo, data, { reducedMotion }) {
 
 const LIVE_STYLE_URL = new URL("../device/live.css", import.meta.url);
 const LIVE_FAILURES = ["network", "integrity", "memory", "load", "kernel", "worker"];
+const LIVE_CONTEXT = 2048; // tokens a run may hold (prompt and answer)
 
 function loadLiveStyle() {
   if (document.querySelector(`link[href="${LIVE_STYLE_URL.href}"]`)) return;
@@ -170,6 +171,10 @@ function mountLive(demo, stage, data, text, format) {
       setText(backend, text("live.backend", { relaxed: ready.variant === "relaxed" ? text("live.relaxed") : "" }));
       setText(status, text("live.stage_tokenize"));
       const ids = session.encode(session.render(message, live.chat));
+      if (ids.length + maxNew > LIVE_CONTEXT) { // weights, cache and activations stay under 400 MB up to here
+        throw Object.assign(new Error(`${ids.length} + ${maxNew} tokens: more than the ${LIVE_CONTEXT} this page holds`),
+          { kind: "memory" });
+      }
       chips.textContent = "";
       chips.append(...session.pieces(ids).map((piece) => tokenChip(piece)));
       setText(promptLabel, text("live.prompt_tokens", { tokens: format.number(ids.length, 0) }));
