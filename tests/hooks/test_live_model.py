@@ -66,6 +66,7 @@ def test_decode_product_in_registers_equals_the_product_with_the_dequantized_mat
     y0 = rng.standard_normal((T, N)).astype(np.float32)
     yp = kernels.put(y0)
     scratch = kernels.put(np.zeros(T * K // 32 + 4, np.float32))
+    kernels("f16_table", kernels.put(np.zeros(65536, np.float32)))  # as the page does before any product
     kernels("matvec_q", xp, wp, yp, T, N, K, 1, TYPE_CODES[fmt], 4 * N, scratch)
     want = y0 + x @ reference.T
     # Summed block by block (d times a block's sum): float32 rounding in another order, nothing more.

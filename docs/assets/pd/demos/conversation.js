@@ -93,7 +93,7 @@ function mountLive(demo, stage, data, text, format) {
   const promptLabel = h("p", { class: "pd-live__note" });
   const chips = h("p", { class: "pd-prompt", "aria-hidden": "true" });
   const phase = phaseBadge(text);
-  const answer = h("p", { class: "pd-live__answer", "aria-label": text("live.answer") });
+  const answer = h("p", { class: "pd-live__answer" });
   const ttft = readout(text("live.ttft"));
   const rate = readout(text("live.tps"));
   const kv = readout(text("live.kv_cache"));
@@ -201,6 +201,7 @@ function mountLive(demo, stage, data, text, format) {
           prefillMs = ms;
           chips.classList.replace("pd-prompt--reading", "pd-prompt--cached");
           phase.set("decode");
+          setText(status, text("live.stage_decode_running")); // once: a status read out every token would drown the answer
           setText(ttft.value, format.ms(firstTokenMs));
           setText(kv.value, text("live.kv_value", { tokens: format.number(cached, 0) }));
           show(token);
@@ -210,7 +211,6 @@ function mountLive(demo, stage, data, text, format) {
           show(token);
           setText(rate.value, `${format.number((1000 * (generated.length - 1)) / decodeMs)} tok/s`);
           setText(kv.value, text("live.kv_value", { tokens: format.number(cached, 0) }));
-          setText(status, text("live.stage_decode", { tokens: format.number(generated.length, 0) }));
         },
       });
       answer.append(decoder.decode());
