@@ -49,15 +49,6 @@ export class LiveSession {
     const store = await openStore(this.refuseStorage);
     const { buffer } = await checkedFile(store, new URL(name, MODEL_BASE), digest, 0);
     const manifest = JSON.parse(new TextDecoder().decode(buffer));
-    const [{ Tokenizer }, { Template }] = await Promise.all([importLibrary(TOKENIZERS_URL), importLibrary(JINJA_URL)]);
-    const spec = manifest.tokenizer;
-    this.tokenizer = new Tokenizer(spec.json, { clean_up_tokenization_spaces: false });
-    this.template = new Template(spec.chat_template);
-    this.vocab = this.tokenizer.model.vocab;
-    this.special = new Set(spec.special_ids);
-    this.stopIds = spec.stop_ids;
-    this.bytes = byteOfChar();
-    this.manifest = manifest;
     const { tokenizer: _dropped, ...forWorker } = manifest;
     let worker;
     try {
@@ -79,8 +70,19 @@ export class LiveSession {
         else if (data.type === "error") reject(new DeviceError(data.kind, data.message));
       };
     });
+    this.ready.catch(() => {}); // awaited below, after the tokenizer: a failure meanwhile is not "unhandled"
     worker.postMessage({ type: "load", manifest: forWorker, modelBase: MODEL_BASE.href, refuseStorage: this.refuseStorage });
     try {
+      // The tokenizer is built here while the worker reads the weights.
+      const [{ Tokenizer }, { Template }] = await Promise.all([importLibrary(TOKENIZERS_URL), importLibrary(JINJA_URL)]);
+      const spec = manifest.tokenizer;
+      this.tokenizer = new Tokenizer(spec.json, { clean_up_tokenization_spaces: false });
+      this.template = new Template(spec.chat_template);
+      this.vocab = this.tokenizer.model.vocab;
+      this.special = new Set(spec.special_ids);
+      this.stopIds = spec.stop_ids;
+      this.bytes = byteOfChar();
+      this.manifest = manifest;
       return await this.ready;
     } catch (error) {
       this.close();
