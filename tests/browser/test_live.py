@@ -268,3 +268,31 @@ def test_the_real_model_runs_in_the_browser_and_its_greedy_tokens_equal_numpys(b
     assert result["generated_ids"] == generated
     assert result["text"] == text
     assert not errors
+
+
+@pytest.mark.real_model
+def test_the_device_measurement_runs_the_real_weights(browser, real_live_site: Path):
+    """On a site that publishes SmolLM2, the bottleneck chapter's measurement reports pp512 and tg at 512 of the real
+    weights in their own formats, as llama-bench does (median and spread), every layer measured."""
+    with StaticServer(real_live_site) as server:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.goto(f"{server.url.rstrip('/')}/en/bottleneck/")
+        demo = page.locator(".pd-demo[data-pd-demo=device]")
+        demo.scroll_into_view_if_needed()
+        page.mouse.move(10, 300)
+        button = demo.get_by_role("button", name="Measure this device")
+        button.wait_for()
+        assert "real SmolLM2-135M-Instruct" in demo.locator(".pd-device__intro").text_content()
+        button.click()
+        page.wait_for_function("el => !['idle', 'running'].includes(el.dataset.pdDeviceState)",
+                               arg=demo.element_handle(), timeout=900_000)
+        assert demo.get_attribute("data-pd-device-state") == "done", demo.locator(".pd-device__status").text_content()
+        result = json.loads(demo.locator("[data-pd-result]").get_attribute("data-pd-result"))
+        copied = demo.locator(".pd-device__copytext").input_value()
+        context.close()
+    assert result["weights"] == "real" and result["precision"].startswith("Q4_1")
+    assert result["layers_measured"] == result["layers_total"] == 30 and result["prompt_tokens"] == 512
+    for test in ("pp_tps", "tg_tps"):
+        assert result[test]["n"] >= 3 and 0 < result[test]["min"] <= result[test]["median"] <= result[test]["max"]
+    assert "| SmolLM2-135M-Instruct |" in copied and "random weights" not in copied

@@ -225,6 +225,7 @@ function mountLive(demo, stage, data, text, format) {
       section.dataset.pdLiveResult = JSON.stringify({
         prompt: message, prompt_tokens: ids, generated_ids: generated, text: answer.textContent,
         ttft_ms: firstTokenMs, prefill_ms: prefillMs, press_to_first_token_ms: firstTokenMs + (sent - pressed),
+        open_ms: sent - pressed, // press to the prompt sent: the weights read (or fetched), the tokenizer built
         decode_tokens: decoded, decode_tps: decoded > 0 ? (1000 * decoded) / decodeMs : null,
         stop_reason: reason, format: live.formats, backend: `wasm-${ready.variant}`, workers: 1,
         storage: ready.storage, from_cache: ready.from_cache,
