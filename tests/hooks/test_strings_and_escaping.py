@@ -164,15 +164,15 @@ def built_page(tmp_path: Path, strings, *, prompt: str = "Hello", note: str = "A
     from mkdocs.config.defaults import MkDocsConfig
 
     from hooks.demos.cache import ResultCache
-    from hooks.demos.measurements import SWEEP_SETTINGS, Measurements
+    from hooks.demos.measurements import Measurements
     from hooks.site import DemoSite
+    from tests.hooks.conftest import QUICK
 
     config = MkDocsConfig()
     config.load_dict({"site_name": "t", "docs_dir": str(DOCS), "site_dir": str(tmp_path / "site")})
     config.validate()
     config.plugins._current_plugin = None  # File.generated records which plugin made a file
-    measurements = Measurements(ParrotingSimulator(answer), ResultCache(tmp_path / "cache", memo={}), "code-v1",
-                                SWEEP_SETTINGS["quick"])
+    measurements = Measurements(ParrotingSimulator(answer), ResultCache(tmp_path / "cache", memo={}), "code-v1", QUICK)
     source = ("# Title\n\nThe build machine has {{ machine.cores }} cores.\n\n"
               f"```demo\nkind: conversation\nmax_new_tokens: 3\nprompt: {json.dumps(prompt)}\nnote: {json.dumps(note)}\n```\n")
     page_path = DOCS / strings.lang / "literal-test.md"
