@@ -501,6 +501,12 @@ def measure(model: LoadedModel, plan: Plan = PLANS["site"], progress: Progress =
     entries[f"batch/f32/{plan.batch_context}/1"] = {**entries[f"decode/f32/{plan.batch_context}"],
                                                    "quantity": "batch_step", "batch": 1,
                                                    "same_as": f"decode/f32/{plan.batch_context}"}
+    for name, unit in (("gemm_gflops", "GFLOP/s"), ("read_gbps", "GB/s")):
+        samples = [v for run in ceiling_runs for v in run[name]]
+        s = summarize(samples)
+        entries[f"ceiling/{name}"] = {"quantity": name, "unit": unit, "value": ceilings[name], "median": s.median,
+                                     "spread": s.spread, "low": s.low, "high": s.high, "repeats": s.repeats,
+                                     "statistic": "best", "samples": samples, "measured": len(ceiling_runs)}
     for mode in ("unchunked", "chunked"):
         for what in ("stall_ms", "ttft_ms"):
             samples = two[mode][f"{what}_plays"]

@@ -76,6 +76,7 @@ class Figure:
     text: str
     source: str
     title: str | None = None
+    entry: str | None = None  # the ledger entry this figure is, number for number (simulations/ledger.py)
 
 
 

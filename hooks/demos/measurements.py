@@ -67,6 +67,7 @@ class Measurements:
         self.code_hash = code_hash
         self.plan = plan or measurement_plan(simulator.spec)
         self._views: dict[tuple, dict[str, Any]] = {}  # each view built once from the ledger it reads
+        self.printed: dict[tuple[str, str], tuple[str, Any]] = {}  # (language, ledger entry) → (name, figure)
 
     def _view(self, name: str, **options: Any) -> dict[str, Any]:
         ledger = self.ledger()
@@ -107,6 +108,20 @@ class Measurements:
                          f"(plan {plan.name} on {self.simulator.model_name} records them instead of stopping)")
             return ledger
         return self._cached("ledger", label, measure, plan=asdict(plan))
+
+    def check_printed(self, lang: str, name: str, figure: Any) -> None:
+        """One quantity, one value: a figure that is a ledger entry must print the entry's value, and print it as
+        every other figure of that entry did in this language. A LookupError names both when not."""
+        entries = self.ledger().get("entries", {})
+        if figure.entry not in entries:
+            return  # a hand-made ledger (tests) has no entries to hold figures to
+        value = entries[figure.entry]["value"]
+        if figure.value is None or abs(figure.value - value) > 1e-9 * max(1.0, abs(value)):
+            raise LookupError(f"{name} prints {figure.text}, but the ledger's {figure.entry} is {value:.6g}")
+        first = self.printed.setdefault((lang, figure.entry), (name, figure))
+        if first[1].text != figure.text:
+            raise LookupError(f"{name} prints {figure.entry} as {figure.text}, but {first[0]} printed it as "
+                              f"{first[1].text}: one quantity, two values")
 
     def sweep(self, prompt_lengths: tuple[int, ...] | list[int] = DEFAULT_PROMPT_LENGTHS,
               contexts: tuple[int, ...] | list[int] = DEFAULT_CONTEXTS) -> dict[str, Any]:
