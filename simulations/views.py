@@ -56,7 +56,9 @@ def sweep(ledger: dict[str, Any]) -> dict[str, Any]:
         points.append({"prompt_tokens": n, "ttft_ms": ttft, "decode_ms_per_token": decode, "tps": 1000 / decode,
                        "prefill_tokens_per_s": n / ttft * 1000, "repeats": ledger["entries"][f"ttft/f32/{n}"]["repeats"],
                        "decode_steps": plan["decode_steps"], "ttft_ms_runs": _samples(ledger, f"ttft/f32/{n}"),
-                       "kv_bytes": int(cost.kv_bytes_per_token(shape) * n)})
+                       "kv_bytes": int(cost.kv_bytes_per_token(shape) * n),
+                       "prefill_attention_ms": _value(ledger, f"prefill_attention/f32/{n}"),
+                       "decode_attention_ms": _value(ledger, f"decode_attention/f32/{n}")})
     tokens = {t["context"]: t for t in ledger["recompute_tokens"]}
     comparisons = []
     for c in plan["contexts"]:

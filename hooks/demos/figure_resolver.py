@@ -131,6 +131,10 @@ class FigureResolver:
         if key == "attention_share":  # of a prefill's FLOPs, by the cost model
             counted = cost(point["prompt_tokens"], 0)
             return self._number(counted.attention_flops / counted.flops, fmt.percent)
+        if key in ("prefill_attention_time", "decode_attention_time"):  # measured: the share of the phase's time
+            phase = key.split("_")[0]
+            total = point["ttft_ms"] if phase == "prefill" else point["decode_ms_per_token"]
+            return self._number(point[f"{phase}_attention_ms"] / total, fmt.percent)
         if key == "decode_kv_share":  # of the bytes a decode step reads after N tokens, by the cost model
             counted = cost(1, point["prompt_tokens"])
             return self._number(counted.kv_read_bytes / counted.bytes, fmt.percent)

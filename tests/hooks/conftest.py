@@ -40,7 +40,8 @@ class CountingSimulator(NumpySimulator):
     def sweep(self, *, prompt_lengths: list[int], contexts: list[int], **_: Any) -> dict[str, Any]:
         return {
             "prompt_lengths": [{"prompt_tokens": n, "ttft_ms": 0.5 * n + n * n / 4000,
-                                "decode_ms_per_token": 20 + n / 1000, "tps": 1000 / (20 + n / 1000)}
+                                "decode_ms_per_token": 20 + n / 1000, "tps": 1000 / (20 + n / 1000),
+                                "prefill_attention_ms": n * n / 8000, "decode_attention_ms": n / 200}
                                for n in prompt_lengths],
             "cache_vs_recompute": [{"context": c, "cached_ms_per_token": 20.0, "recompute_ms_per_token": 2.0 * c}
                                    for c in contexts],
