@@ -29,7 +29,7 @@ from hooks.demos.builders import BUILDERS
 from hooks.demos.builders.common import measured_source
 from hooks.demos.cache import CACHE_DIR, ResultCache, source_hash
 from hooks.demos.figure_resolver import FigureResolver
-from hooks.demos.measurements import Measurements
+from hooks.demos.measurements import Measurements, MeasurementsDisturbed
 from hooks.demos.simulator import NumpySimulator, model_spec, simulations_dir
 from hooks.demos.strings import Strings, load_strings, readable_strings, shown_path
 from hooks.markdown_blocks import Fence, demo_fences
@@ -105,6 +105,12 @@ class DemoSite:
             page.places = [self._place(page, block, config) for block in page_checked]
             new_files += [place.file for place in page.places if place.file]
         self.pages = {page.src_path: page for page in pages}
+        if any(page.fences for page in pages):  # a site with demos publishes what they measured
+            try:
+                new_files.append(assets.ledger_file(config, self.measurements.ledger()))
+            except MeasurementsDisturbed:
+                if not authoring.show_in_page:
+                    raise  # every demo's place shows it under `mkdocs serve`
         return new_files
 
     def _load_strings(self, docs_dir: Path, default_lang: str) -> tuple[Strings, str | None]:
@@ -149,6 +155,10 @@ class DemoSite:
                 "trace_url": get_relative_url(file.url, page.url), "demo_id": f"pd-demo-{block.kind}-{block.index + 1}"})
         except AuthoringMistake as error:  # e.g. a label the demo needs and no strings file has
             return DemoPlace(authoring.report(error))
+        except MeasurementsDisturbed as error:
+            if not authoring.show_in_page:
+                raise
+            return DemoPlace(authoring.report(AuthoringMistake(block.src_path, block.line, str(error))))
         page.readouts.setdefault(block.kind, readouts)
         return DemoPlace("\n".join(filter(None, [self.strings_mistake, markup])), file)
 

@@ -9,6 +9,7 @@ rest of that language's assets.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import plotly
@@ -36,6 +37,16 @@ def plotly_file(config: MkDocsConfig, project_dir: Path) -> File:
     if not bundle.is_file():
         bundle = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
     return File.generated(config, language_prefix(config) + PLOTLY_URI, abs_src_path=str(bundle))
+
+
+LEDGER_URI = "assets/ledger.json"
+
+
+def ledger_file(config: MkDocsConfig, ledger: dict) -> File:
+    """The ledger of measurements every figure on the site reads, for a reader to open (schema:
+    simulations/ledger.schema.json)."""
+    content = json.dumps(ledger, ensure_ascii=False, indent=1, default=str)
+    return File.generated(config, language_prefix(config) + LEDGER_URI, content=content)
 
 
 def demo_file(config: MkDocsConfig, kind: str, lang: str, content: str) -> File:

@@ -25,6 +25,16 @@ from simulations.ledger import PLANS, DisturbedMeasurement, Plan, plan_for
 
 log = get_plugin_logger(__name__)
 
+
+class MeasurementsDisturbed(PluginError):
+    """The ledger could not be measured cleanly: the build stops with its message (`mkdocs serve` shows it in
+    the page, at each demo)."""
+
+
+# Under `mkdocs serve`, a ledger the machine disturbed is not measured again on every save: the server keeps the
+# message until it is restarted (on a quiet machine).
+_disturbed: dict[str, str] = {}
+
 # The demos' defaults, in one place (the browser gets them through each demo's JSON).
 DEFAULT_PROMPT_LENGTHS: tuple[int, ...] = PLANS["site"].prompt_lengths
 DEFAULT_CONTEXTS: tuple[int, ...] = PLANS["site"].contexts
@@ -98,11 +108,16 @@ class Measurements:
         plan = self.plan
         label = f"the ledger of measurements ({plan.name}) on {self.simulator.model_name}"
 
+        key = f"{self.simulator.spec}:{plan}"
+        if key in _disturbed:
+            raise MeasurementsDisturbed(_disturbed[key])
+
         def measure() -> dict[str, Any]:
             try:
                 ledger = self.simulator.ledger(plan=plan, progress=progress_logger("measuring"))
             except DisturbedMeasurement as error:
-                raise PluginError(f"measurements: {error}") from None
+                _disturbed[key] = f"measurements: {error}"
+                raise MeasurementsDisturbed(_disturbed[key]) from None
             if ledger.get("disturbed"):
                 log.info(f"  a draft: {len(ledger['disturbed'])} measurements disturbed, recorded in the ledger "
                          f"(plan {plan.name} on {self.simulator.model_name} records them instead of stopping)")

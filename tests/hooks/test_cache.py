@@ -173,3 +173,21 @@ def test_a_damaged_input_under_a_cached_derived_result_is_still_reported_and_rec
         fresh.get_or_compute({"what": "demo"}, derive, label="demo", valid=sound)
     assert any(trace_file.name in r.getMessage() for r in caplog.records)
     assert not ResultCache(tmp_path, memo={}).damaged(cache_key({"what": "trace"}))
+
+
+def test_a_disturbed_measurement_stops_the_build_with_its_message_and_is_not_measured_again(tmp_path: Path):
+    from hooks.demos.measurements import MeasurementsDisturbed
+    from simulations.ledger import DisturbedMeasurement
+    from tests.hooks.conftest import QUICK, CountingSimulator
+
+    class Busy(CountingSimulator):
+        def ledger(self, **_):
+            self.calls.append("ledger")
+            raise DisturbedMeasurement("decode/f32/64: spread 40% over 5 repeats … build again when it is quiet")
+
+    simulator = Busy()
+    m = Measurements(simulator, ResultCache(tmp_path / "cache", memo={}), "code-disturbed", QUICK)
+    for _ in range(2):
+        with pytest.raises(MeasurementsDisturbed, match="decode/f32/64: spread 40%.*build again when it is quiet"):
+            m.sweep()
+    assert simulator.calls == ["ledger"]  # `mkdocs serve` keeps the message until it is restarted

@@ -113,3 +113,13 @@ def test_a_draft_plan_records_the_disturbance_instead_of_stopping(model):
     result = ledger.measure(model, replace(PLAN, stop_when_disturbed=False, remeasures=1),
                             ledger_class=disturbing("ttft/f32/32"))
     assert any(line.startswith("ttft/f32/32: spread") for line in result["disturbed"])
+
+
+def test_the_ledger_follows_its_published_schema(measured):
+    import json
+    from pathlib import Path
+
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((Path(ledger.__file__).with_name("ledger.schema.json")).read_text(encoding="utf-8"))
+    Draft202012Validator(schema).validate(json.loads(json.dumps(measured, default=str)))
