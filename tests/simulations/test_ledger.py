@@ -45,8 +45,8 @@ def disturbing(target: str, *, extra_ms: float = 50.0, until: int | None = None)
 
 def test_every_timing_is_the_median_of_its_repeats_with_its_spread(measured):
     for key, entry in measured["entries"].items():
-        if entry.get("same_as") or key.startswith("two_users/"):
-            continue
+        if entry.get("same_as") or key.startswith("two_users/") or entry["statistic"] == "best":
+            continue  # B = 1 is the decode step's entry; a play is seconds long; a ceiling is its best run
         assert entry["repeats"] >= 3, key
         assert entry["value"] == summarize(entry["samples"]).median if entry["statistic"] == "median" else True
         assert entry["low"] <= entry["median"] <= entry["high"]
