@@ -1,6 +1,6 @@
 """MkDocs hook: `demo` blocks become interactive demos, `{{ figure }}` references become measured values.
 
-Thin wiring only: the work, and what survives rebuilds and the second language's build, is hooks/demos/site.py's.
+Thin wiring only: the work, and what survives rebuilds and the second language's build, is hooks/site.py's.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
-from hooks.demos.site import DemoSite, default_measurements
+from hooks.site import DemoSite, default_measurements
 
 _site: DemoSite  # one per language build, made by on_files (which MkDocs runs before any page event)
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
+from hooks import site
 from hooks.claims.check import show_raw
 from hooks.claims.sources import FoundClaim, find_all, languages
 from hooks.claims.syntax import find_claims
-from hooks.claims.vocabulary import VOCABULARY_FILE, load_vocabulary
-from hooks.demos import site
+from hooks.language.vocabulary import VOCABULARY_FILE, load_vocabulary
 from hooks.markdown_blocks import iter_fences
 
 

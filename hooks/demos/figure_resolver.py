@@ -15,6 +15,7 @@ from hooks.demos import batch_figures, format_figures
 from hooks.demos import formatting as fmt
 from hooks.demos.figure_names import GLOBAL_NAMES, PAGE_NAMES, PID, Figure, parse_ref
 from hooks.demos.readouts import projection_rows
+from hooks.language.vocabulary import load_vocabulary
 from simulations import cost
 from simulations.projection_data import load_data
 from simulations.projections import phase_cost
@@ -201,8 +202,6 @@ class FigureResolver:
     def _vocabulary(self, key: str, arg: str | None) -> Figure:
         """The measurement noise the qualitative words are judged by (docs/vocabulary.yml's `noise:`), so a
         sentence that states it prints the very threshold its claims use."""
-        from hooks.claims.vocabulary import load_vocabulary  # here: hooks.claims imports this module
-
         vocabulary = load_vocabulary()
         if vocabulary.noise is None:
             raise LookupError(f"vocabulary.noise: {vocabulary.path} sets no `noise:`")

@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 from mkdocs.exceptions import PluginError
 
-from hooks import authoring
+from hooks import authoring, site
 from hooks.claims import resolve_note, resolve_page, resolve_strings
 from hooks.claims.__main__ import main as claims_cli
-from hooks.demos import site
 from hooks.demos.blocks import parse_blocks
 from hooks.demos.figure_resolver import FigureResolver
 from hooks.demos.strings import read_strings

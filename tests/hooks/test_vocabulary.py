@@ -15,12 +15,12 @@ import pytest
 import yaml
 from mkdocs.exceptions import PluginError
 
+from hooks import site
 from hooks.claims import resolve_page
 from hooks.claims.__main__ import main as claims_cli
-from hooks.claims.conditions import ConditionError, parse_condition
-from hooks.claims.vocabulary import load_vocabulary
-from hooks.demos import site
 from hooks.demos.figure_resolver import FigureResolver
+from hooks.language.conditions import ConditionError, parse_condition
+from hooks.language.vocabulary import load_vocabulary
 
 from .conftest import DOCS
 
@@ -55,7 +55,7 @@ def test_every_entry_has_one_predicate_a_meaning_and_words_in_both_languages():
     ("memory_bound(0.5, 6)", True), ("compute_bound(0.5, 6)", False),
 ])
 def test_each_predicate_applies_the_threshold_its_entry_states(call, holds):
-    from hooks.claims.conditions import evaluate
+    from hooks.language.conditions import evaluate
 
     assert evaluate(parse_condition(call, VOCABULARY.predicates), {}) is holds
 
@@ -63,7 +63,7 @@ def test_each_predicate_applies_the_threshold_its_entry_states(call, holds):
 def test_the_issue_example_a_119_slowdown_and_67_throughput_is_neither_barely_nor_nearly_eightfold():
     # "几乎没变 … 接近 8 倍" printed for a step 1.19× as long and 6.7× the throughput: now neither holds.
     condition = parse_condition("barely_changes(1.19) or close_to(6.7, 8)", VOCABULARY.predicates)
-    from hooks.claims.conditions import evaluate
+    from hooks.language.conditions import evaluate
 
     assert evaluate(condition, {}) is False
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from hooks.authoring import AuthoringMistake
-from hooks.claims.conditions import Condition, ConditionError, evaluate, parse_condition
+from hooks.language.conditions import Condition, ConditionError, evaluate, parse_condition
 
 VOCABULARY_FILE = "vocabulary.yml"
 # The name under which a predicate's true_when reads the vocabulary's `noise:` (the measurement noise, one
@@ -148,7 +148,7 @@ def _shown(path: Path) -> str:
 def _load(path: Path, shown: str, mtime: int) -> Vocabulary:  # keyed by mtime: `mkdocs serve` sees an edit
     if not path.exists():
         raise AuthoringMistake(shown, None, "the vocabulary file is missing: claims' qualitative words are "
-                                            "defined there (see hooks/claims/vocabulary.py)")
+                                            "defined there (see hooks/language/vocabulary.py)")
     text = path.read_text(encoding="utf-8")
     try:
         root = yaml.compose(text)

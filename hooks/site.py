@@ -29,7 +29,7 @@ from hooks.demos.builders import BUILDERS
 from hooks.demos.builders.common import measured_source
 from hooks.demos.cache import CACHE_DIR, ResultCache, source_hash
 from hooks.demos.figure_resolver import FigureResolver
-from hooks.demos.measurements import Measurements, batch_sizes_for, sweep_settings
+from hooks.demos.measurements import Measurements
 from hooks.demos.simulator import NumpySimulator, model_spec, simulations_dir
 from hooks.demos.strings import Strings, load_strings, readable_strings, shown_path
 from hooks.markdown_blocks import Fence, demo_fences
@@ -50,10 +50,8 @@ def _code_hash(package_dir: Path) -> str:
 
 
 def default_measurements(project_dir: Path) -> Measurements:
-    """Measurements for the model named by PD_MODEL and the sweep size named by PD_SWEEP."""
-    spec = model_spec()
-    return Measurements(_simulator(spec), ResultCache(project_dir / CACHE_DIR), _code_hash(simulations_dir()),
-                        sweep_settings(), batch_sizes_for(spec))
+    """Measurements for the model named by PD_MODEL and the plan named by PD_SWEEP."""
+    return Measurements(_simulator(model_spec()), ResultCache(project_dir / CACHE_DIR), _code_hash(simulations_dir()))
 
 
 @dataclass
@@ -160,7 +158,7 @@ class DemoSite:
         m = self.measurements
         parts = {"what": "demo", "kind": block.kind, "options": block.options, "lang": self.lang,
                  "strings": self.strings.values, "simulation_code": m.code_hash, "model": m.simulator.fingerprint,
-                 "sweep": m.settings.name, "demo_code": _code_hash(Path(__file__).resolve().parent)}
+                 "plan": m.plan.name, "demo_code": _code_hash(Path(__file__).resolve().parent / "demos")}
 
         def build() -> dict[str, Any]:
             with m.cache.recording() as used:
