@@ -95,7 +95,7 @@ TINY_SIZES = {"batch_context": 64, "chunk_sizes": (0, 16, 32, 64), "two_users_pr
               "stop_when_disturbed": False}
 PLANS = {
     "site": Plan(),
-    "quick": Plan(name="quick", decode_steps=4, rounds=3, fast_rounds=3, peak_repeats=3, stream_buffers=2,
+    "quick": Plan(name="quick", decode_steps=4, rounds=2, fast_rounds=2, peak_repeats=3, stream_buffers=2,
                   two_users_plays=1, accuracy_steps=16, remeasures=1, stop_when_disturbed=False),
 }
 
@@ -498,9 +498,13 @@ def measure(model: LoadedModel, plan: Plan = PLANS["site"], progress: Progress =
     accuracy = {fmt: agreement(reference, reference if fmt == "f32" else teacher_forced_logits(m, ids, answer))
                 for fmt, m in models.items()}
     entries = {key: s.entry() for key, s in sorted(ledger.series.items())}
-    entries[f"batch/f32/{plan.batch_context}/1"] = {**entries[f"decode/f32/{plan.batch_context}"],
-                                                   "quantity": "batch_step", "batch": 1,
-                                                   "same_as": f"decode/f32/{plan.batch_context}"}
+    decode = f"decode/f32/{plan.batch_context}"
+    entries[f"batch/f32/{plan.batch_context}/1"] = {**entries[decode], "quantity": "batch_step", "batch": 1,
+                                                   "same_as": decode}
+    ledger.invariants.append({  # by construction: the batching chapter's one user is the decode chapters' step
+        "name": f"batch_one_is_the_decode_step@{plan.batch_context}", "series": [decode],
+        "holds": entries[f"batch/f32/{plan.batch_context}/1"]["value"] == entries[decode]["value"],
+        "detail": f"B = 1 at {plan.batch_context} tokens is the ledger's {decode}"})
     for name, unit in (("gemm_gflops", "GFLOP/s"), ("read_gbps", "GB/s")):
         samples = [v for run in ceiling_runs for v in run[name]]
         s = summarize(samples)
