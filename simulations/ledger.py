@@ -243,16 +243,23 @@ def measure_ceilings(model: LoadedModel, plan: Plan) -> dict[str, list[float]]:
 
 # --- what is timed -----------------------------------------------------------------------------------
 
-def _decode_at(m: LoadedModel, context: int, steps: int) -> Callable[[], dict[str, float]]:
+def _decode_at(m: LoadedModel, context: int, steps: int,
+               prefilled: Callable[[], KVCache | None]) -> Callable[[], dict[str, float]]:
     """A group timing the decode step at exactly `context` tokens: `steps` untimed steps, then `steps` timed,
-    each rewound to `context` (the same step again, generation's steady state); its attention apart."""
-    cache = KVCache.empty(m.config, context + 1)
-    prefill(m.weights, m.config, prompt_of_length(m, context), cache)
+    each rewound to `context` (the same step again, generation's steady state); its attention apart. Its cache
+    is the last one the TTFT group at this length filled (`prefilled`), or one filled here."""
     token = int(prompt_of_length(m, context + 1)[-1])
+    held: list[KVCache] = []
 
     def step(clock: PhaseClock | None = None) -> None:
-        cache.length = context
-        decode_step(m.weights, m.config, token, cache, **({"observer": clock} if clock else {}))
+        if not held:
+            cache = prefilled()
+            if cache is None:
+                cache = KVCache.empty(m.config, context + 1)
+                prefill(m.weights, m.config, prompt_of_length(m, context), cache)
+            held.append(cache)
+        held[0].length = context
+        decode_step(m.weights, m.config, token, held[0], **({"observer": clock} if clock else {}))
 
     def run() -> dict[str, float]:
         for _ in range(steps):
@@ -268,14 +275,17 @@ def _decode_at(m: LoadedModel, context: int, steps: int) -> Callable[[], dict[st
     return run
 
 
-def _prefill_of(m: LoadedModel, length: int) -> Callable[[], dict[str, float]]:
+def _prefill_of(m: LoadedModel, length: int, filled: dict[int, KVCache]) -> Callable[[], dict[str, float]]:
+    """A group timing the prompt's prefill (TTFT) into a fresh cache, with room for one more token: the decode
+    group at this length takes the last one (`filled`), so no prompt is prefilled only to be decoded after."""
     tokens = prompt_of_length(m, length)
 
     def run() -> dict[str, float]:
-        cache = KVCache.empty(m.config, length)
+        cache = KVCache.empty(m.config, length + 1)
         clock = PhaseClock()
         prefill(m.weights, m.config, tokens, cache, observer=clock)
         attention, total = clock.done()
+        filled[length] = cache
         return {"ttft": total, "attention": attention}
     return run
 
@@ -284,14 +294,16 @@ def _add_decode_and_prefill(ledger: Ledger, m: LoadedModel, fmt: str, prefill_le
                             decode_contexts: Iterable[int]) -> None:
     """TTFT at each of `prefill_lengths` and the decode step at each of `decode_contexts`, in `fmt`, each with
     the time its attention took."""
+    filled: dict[int, KVCache] = {}
     for length in prefill_lengths:
         ttft, attention = f"ttft/{fmt}/{length}", f"prefill_attention/{fmt}/{length}"
-        ledger.add(ttft, _renamed(_prefill_of(m, length), ttft=ttft, attention=attention),
+        ledger.add(ttft, _renamed(_prefill_of(m, length, filled), ttft=ttft, attention=attention),
                    **{ttft: ("ms", {"weights": fmt, "quantity": "ttft", "prompt_tokens": length}),
                       attention: ("ms", {"weights": fmt, "quantity": "prefill_attention", "prompt_tokens": length})})
     for context in decode_contexts:
         step, attention = f"decode/{fmt}/{context}", f"decode_attention/{fmt}/{context}"
-        ledger.add(step, _renamed(_decode_at(m, context, ledger.plan.decode_steps), step=step, attention=attention),
+        run = _decode_at(m, context, ledger.plan.decode_steps, lambda c=context: filled.get(c))
+        ledger.add(step, _renamed(run, step=step, attention=attention),
                    **{step: ("ms", {"weights": fmt, "quantity": "decode_step", "context": context}),
                       attention: ("ms", {"weights": fmt, "quantity": "decode_attention", "context": context})})
 
