@@ -40,13 +40,16 @@ def plotly_file(config: MkDocsConfig, project_dir: Path) -> File:
 
 
 LEDGER_URI = "assets/ledger.json"
+LEDGER_SCHEMA = Path(__file__).resolve().parents[2] / "simulations" / "ledger.schema.json"
 
 
-def ledger_file(config: MkDocsConfig, ledger: dict) -> File:
-    """The ledger of measurements every figure on the site reads, for a reader to open (schema:
-    simulations/ledger.schema.json)."""
+def ledger_files(config: MkDocsConfig, ledger: dict) -> list[File]:
+    """The ledger of measurements every figure on the site reads, and its schema, for a reader to open."""
     content = json.dumps(ledger, ensure_ascii=False, indent=1, default=str)
-    return File.generated(config, language_prefix(config) + LEDGER_URI, content=content)
+    prefix = language_prefix(config)
+    return [File.generated(config, prefix + LEDGER_URI, content=content),
+            File.generated(config, prefix + LEDGER_URI.replace(".json", ".schema.json"),
+                           abs_src_path=str(LEDGER_SCHEMA))]
 
 
 def demo_file(config: MkDocsConfig, kind: str, lang: str, content: str) -> File:
