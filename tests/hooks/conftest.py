@@ -11,6 +11,7 @@ from hooks.demos.cache import ResultCache
 from hooks.demos.measurements import SWEEP_SETTINGS, Measurements
 from hooks.demos.simulator import NumpySimulator
 from hooks.demos.strings import Strings, load_strings
+from tests.languages import DEFAULT_LANGUAGE, LANGUAGES
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
@@ -154,9 +155,9 @@ def measurements(simulator: CountingSimulator, tmp_path: Path) -> Measurements:
     return Measurements(simulator, ResultCache(tmp_path / "cache", memo={}), "code-v1", SWEEP_SETTINGS["quick"])
 
 
-@pytest.fixture(params=["zh", "en"])
+@pytest.fixture(params=LANGUAGES)
 def strings(request: pytest.FixtureRequest) -> Strings:
-    return load_strings(DOCS, request.param, "zh", REPO)
+    return load_strings(DOCS, request.param, DEFAULT_LANGUAGE, REPO)
 
 
 @pytest.fixture
