@@ -97,6 +97,8 @@ def test_the_source_note_says_the_cores_are_virtual():
 def test_the_words_around_numbers_come_from_the_strings_files():
     assert fmt.times(23.94, "zh") == "23.9 倍" and fmt.times(23.94, "en") == "23.9×"
     assert fmt.number_word("numbers.above", "zh", n="64") == "64 以上"
+    assert fmt.with_unit(11.9, "FLOP/byte", "zh") == "11.9 FLOP/字节"  # the zh pages' unit (issue 49, section 2)
+    assert fmt.with_unit(11.9, "FLOP/byte", "en") == "11.9 FLOP/byte"
     python = (DOCS.parent / "hooks" / "demos" / "formatting.py").read_text(encoding="utf-8")
     python += (DOCS.parent / "hooks" / "demos" / "batch_figures.py").read_text(encoding="utf-8")
     assert "以上" not in python and '" 倍"' not in python

@@ -137,7 +137,7 @@ def test_the_repository_strings_files_are_valid_yaml_with_sections():
     for lang in LANGUAGES:
         data = yaml.safe_load((DOCS / lang / "demo-strings.yml").read_text(encoding="utf-8"))
         assert set(data) == {"common", "conversation", "prefill", "decode", "timeline", "roofline", "recap",
-                             "validation", "device", "batching", "formats", "numbers", "validation_notes"}
+                             "validation", "device", "batching", "formats", "numbers", "validation_notes", "citations"}
 
 
 # --- Text from prompts, answers, notes and strings files is never template syntax -------------------------
