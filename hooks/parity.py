@@ -1,6 +1,7 @@
 """Translation parity: every language has every page, the same demo blocks in the same order, the same
 number of headings, the same generated-content markers (<!-- pd:NAME -->) in the same order and the same
-checked claims (the same conditions, in any order) as the reference language.
+checked claims (the same conditions, in any order) as the reference language, every label of its strings
+file, and its own words in every entry of the qualitative vocabulary (docs/vocabulary.yml).
 
 Run on its own:  python -m hooks.parity [DOCS_DIR] [--reference zh]
 """
@@ -17,7 +18,8 @@ from pathlib import Path
 import yaml
 
 from hooks.claims.syntax import find_claims
-from hooks.demos.strings import STRINGS_FILE, YAML_LOADER, flatten
+from hooks.claims.vocabulary import VOCABULARY_FILE
+from hooks.demos.strings import STRINGS_FILE, YAML_LOADER, flatten, key_lines
 from hooks.markdown_blocks import demo_fences, without_fences
 
 _HEADING = re.compile(r"^#{1,6}\s+\S", re.M)
@@ -75,6 +77,24 @@ def _strings_problems(reference: Path, other: Path) -> list[str]:
     return [f"{other_file}: missing key '{key}' (present in {ref_file})" for key in sorted(missing)]
 
 
+def _vocabulary_problems(docs_dir: Path, reference: str, lang: str) -> list[str]:
+    """Entries of the vocabulary (negations, the noise's meaning, each word) with the reference language's
+    words and none of `lang`'s: its claims' qualitative words would go unchecked."""
+    path = docs_dir / VOCABULARY_FILE
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    data, lines = yaml.load(text, Loader=YAML_LOADER), key_lines(text)
+    if not isinstance(data, dict):
+        return []
+    entries = {"negations": data.get("negations"), "noise.means": (data.get("noise") or {}).get("means")}
+    for name, entry in (data.get("words") or {}).items():
+        entries[f"words.{name}"] = entry
+        entries[f"words.{name}.means"] = entry.get("means") if isinstance(entry, dict) else None
+    return [f"{path}:{lines.get(key, 1)}: '{key}' has no '{lang}' entry (translate its '{reference}' one)"
+            for key, entry in entries.items() if isinstance(entry, dict) and reference in entry and lang not in entry]
+
+
 def parity_problems(docs_dir: Path, reference: str = "zh") -> list[str]:
     """Every difference a translator must fix, one line each, naming the file."""
     ref_dir = docs_dir / reference
@@ -105,6 +125,7 @@ def parity_problems(docs_dir: Path, reference: str = "zh") -> list[str]:
         for extra_page in sorted(set(p.name for p in other.glob("*.md")) - set(p.name for p in ref_dir.glob("*.md"))):
             problems.append(f"{other / extra_page}: no such page in {ref_dir} (the reference language)")
         problems += _strings_problems(ref_dir, other)
+        problems += _vocabulary_problems(docs_dir, reference, other.name)
     return problems
 
 
