@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hooks.claims.syntax import find_claims
-from hooks.markdown_blocks import without_fences
+from hooks.markdown_blocks import open_by_default, without_fences
 
 # Fixed slugs, the same in every language. The reading path is what a reader of the original expects,
 # numbered 1-6; the landing page's reading time is its total.
@@ -40,10 +40,6 @@ _FRONT_MATTER = re.compile(r"\A---\s*\n.*?\n---\s*\n", re.S)
 _LINK_TARGET = re.compile(r"(\]\s*)\([^)\s]*(?:\s+\"[^\"]*\")?\)")
 _ATTR_LIST = re.compile(r"\{:?\s*[.#:][^{}\n]*\}")
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
-# pymdownx.details: `??? type "title"` is closed by default, `???+` open; admonitions (`!!!`) are always open.
-_BLOCK_START = re.compile(r'^(?P<indent>[ \t]*)(?P<mark>\?\?\?\+?|!!!)[ \t]*(?P<kind>[^"\n]*?)[ \t]*(?:"(?P<title>[^"\n]*)")?[ \t]*$')
-_HTML_DETAILS = re.compile(r"<details(?P<attrs>[^>]*)>(?P<body>.*?)</details>", re.S | re.I)
-_SUMMARY = re.compile(r"<summary[^>]*>(.*?)</summary>", re.S | re.I)
 
 
 @dataclass(frozen=True)
@@ -76,38 +72,6 @@ def first_phrasings(markdown: str) -> str:
         pieces += [markdown[position:claim.start], text]
         position = max(position, claim.end)
     return "".join([*pieces, markdown[position:]])
-
-
-def _indent(line: str) -> int:
-    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
-
-
-def open_by_default(markdown: str) -> str:
-    """What a reader sees before opening anything: a closed `???` block keeps only its title (its body,
-    indented under it, goes); an open one (`???+`) or an admonition keeps its body, its marker line becomes
-    its title. A raw `<details>` without `open` keeps its `<summary>`."""
-    lines, kept, i = markdown.split("\n"), [], 0
-    while i < len(lines):
-        match = _BLOCK_START.match(lines[i])
-        if not match:
-            kept.append(lines[i])
-            i += 1
-            continue
-        kept.append(match["indent"] + (match["title"] if match["title"] is not None else match["kind"]))
-        i += 1
-        if match["mark"] == "???":
-            while i < len(lines) and (not lines[i].strip() or _indent(lines[i]) > _indent(match["indent"])):
-                i += 1
-            kept.append("")
-    text = "\n".join(kept)
-
-    def details(match: re.Match[str]) -> str:
-        if re.search(r"\bopen\b", match["attrs"]):
-            return match["body"]
-        summary = _SUMMARY.search(match["body"])
-        return summary.group(1) if summary else ""
-
-    return _HTML_DETAILS.sub(details, text)
 
 
 def readable_text(markdown: str) -> str:

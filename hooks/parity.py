@@ -1,5 +1,5 @@
 """Translation parity: every language has every page, the same demo blocks in the same order, the same
-number of headings, the same generated-content markers (<!-- pd:NAME -->) in the same order and the same
+number of headings, the same collapsible blocks (`???`, `???+`), the same generated-content markers (<!-- pd:NAME -->) in the same order and the same
 checked claims (the same conditions, in any order) as the reference language, every label of its strings
 file, and its own words in every entry of the qualitative vocabulary (docs/vocabulary.yml).
 
@@ -20,7 +20,7 @@ import yaml
 from hooks.claims.syntax import find_claims
 from hooks.claims.vocabulary import VOCABULARY_FILE
 from hooks.demos.strings import STRINGS_FILE, YAML_LOADER, flatten, key_lines
-from hooks.markdown_blocks import demo_fences, without_fences
+from hooks.markdown_blocks import collapsible_marks, demo_fences, without_fences
 
 _HEADING = re.compile(r"^#{1,6}\s+\S", re.M)
 _KIND = re.compile(r"^kind\s*:\s*(\S+)", re.M)
@@ -34,6 +34,7 @@ class PageShape:
     markers: tuple[str, ...] = ()
     # Each claim's conditions, whitespace folded: the words are translated, what they are checked against is not.
     claims: tuple[tuple[str, ...], ...] = ()
+    collapsible: tuple[str, ...] = ()  # the `???` blocks in order, closed or open (`???+`)
 
 
 def page_shape(markdown: str) -> PageShape:
@@ -44,7 +45,8 @@ def page_shape(markdown: str) -> PageShape:
              for fence in demo_fences(markdown)]
     prose = without_fences(markdown)
     claims = tuple(tuple(" ".join(a.condition.split()) for a in claim.alternatives) for claim in find_claims(markdown))
-    return PageShape(tuple(kinds), len(_HEADING.findall(prose)), tuple(_MARKER.findall(prose)), claims)
+    return PageShape(tuple(kinds), len(_HEADING.findall(prose)), tuple(_MARKER.findall(prose)), claims,
+                     tuple(collapsible_marks(markdown)))
 
 
 def _claims_problems(page: Path, have: PageShape, ref_page: Path, want: PageShape) -> list[str]:
@@ -121,6 +123,9 @@ def parity_problems(docs_dir: Path, reference: str = "zh") -> list[str]:
                 problems.append(
                     f"{page}: generated-content markers {list(have.markers)} differ from {ref_page} {list(want.markers)}"
                 )
+            if have.collapsible != want.collapsible:
+                problems.append(f"{page}: collapsible blocks {list(have.collapsible)} differ from {ref_page} "
+                                f"{list(want.collapsible)} (??? closed, ???+ open)")
             problems += _claims_problems(page, have, ref_page, want)
         for extra_page in sorted(set(p.name for p in other.glob("*.md")) - set(p.name for p in ref_dir.glob("*.md"))):
             problems.append(f"{other / extra_page}: no such page in {ref_dir} (the reference language)")

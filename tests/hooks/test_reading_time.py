@@ -19,10 +19,10 @@ from hooks.chapters import (
     article_reading_minutes,
     chapter_number,
     chapters_of,
-    open_by_default,
     page_reading_minutes,
     readable_text,
 )
+from hooks.markdown_blocks import collapsible_marks, open_by_default
 
 REPO = Path(__file__).resolve().parents[2]
 LONG = " ".join(["word"] * 400)  # two minutes at 200 words a minute
@@ -137,3 +137,8 @@ def test_the_landing_page_lists_going_further_chapters_after_the_path_each_with_
     batching = chapter_hook.on_page_markdown("# Batching\n\nText.\n", page=fake_page(tmp_path, "en/batching.md"),
                                              config=fake_config(tmp_path), files=None)
     assert batching.startswith("Going further\n{ .pd-kicker }\n\n# Batching\n\n1 min read")
+
+
+def test_parity_sees_the_same_collapsible_blocks_as_the_reading_time():
+    page = '```md\n??? note "shown as code"\n```\n\n??? note "A"\n    body\n\n???+ tip "B"\n    body\n\n!!! note\n    x\n'
+    assert collapsible_marks(page) == ["???", "???+"]
