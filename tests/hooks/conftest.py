@@ -12,6 +12,7 @@ from hooks.demos.measurements import Measurements
 from hooks.demos.simulator import NumpySimulator
 from hooks.demos.strings import Strings, load_strings
 from simulations.ledger import plan_for
+from tests.languages import DEFAULT_LANGUAGE, LANGUAGES
 
 QUICK = plan_for("quick")  # the published sizes: the fakes below are shaped like the real model's results
 
@@ -159,9 +160,9 @@ def measurements(simulator: CountingSimulator, tmp_path: Path) -> Measurements:
     return Measurements(simulator, ResultCache(tmp_path / "cache", memo={}), "code-v1", QUICK)
 
 
-@pytest.fixture(params=["zh", "en"])
+@pytest.fixture(params=LANGUAGES)
 def strings(request: pytest.FixtureRequest) -> Strings:
-    return load_strings(DOCS, request.param, "zh", REPO)
+    return load_strings(DOCS, request.param, DEFAULT_LANGUAGE, REPO)
 
 
 @pytest.fixture

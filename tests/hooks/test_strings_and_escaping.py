@@ -16,6 +16,7 @@ from hooks.demos.render import fill_slots, render_demo
 from hooks.demos.strings import load_strings
 from hooks.markdown_blocks import demo_fences
 from hooks.site import PageDemos
+from tests.languages import LANGUAGES
 
 from .conftest import DOCS, REPO, CountingSimulator
 
@@ -133,10 +134,10 @@ def test_the_answer_keeps_its_line_breaks(en):
 
 
 def test_the_repository_strings_files_are_valid_yaml_with_sections():
-    for lang in ("zh", "en"):
+    for lang in LANGUAGES:
         data = yaml.safe_load((DOCS / lang / "demo-strings.yml").read_text(encoding="utf-8"))
         assert set(data) == {"common", "conversation", "prefill", "decode", "timeline", "roofline", "recap",
-                             "validation", "device", "batching", "formats", "numbers", "validation_notes"}
+                             "validation", "device", "batching", "formats", "numbers", "validation_notes", "citations"}
 
 
 # --- Text from prompts, answers, notes and strings files is never template syntax -------------------------

@@ -21,6 +21,7 @@ from hooks.claims.__main__ import main as claims_cli
 from hooks.demos.figure_resolver import FigureResolver
 from hooks.language.conditions import ConditionError, parse_condition
 from hooks.language.vocabulary import load_vocabulary
+from tests.languages import LANGUAGES
 
 from .conftest import DOCS
 
@@ -36,11 +37,11 @@ def resolve(text: str, measurements, lang: str = "en") -> str:
 
 def test_every_entry_has_one_predicate_a_meaning_and_words_in_both_languages():
     raw = yaml.safe_load((DOCS / "vocabulary.yml").read_text(encoding="utf-8"))
-    assert set(raw["negations"]) == {"zh", "en"}
+    assert set(raw["negations"]) == set(LANGUAGES)
     for name, entry in raw["words"].items():
         assert entry["true_when"] and entry["args"], name
-        assert set(entry["means"]) == {"zh", "en"}, f"{name}: its meaning is stated in both languages"
-        assert entry["zh"] and entry["en"], f"{name}: words in both languages"
+        assert set(entry["means"]) == set(LANGUAGES), f"{name}: its meaning is stated in every language"
+        assert all(entry[lang] for lang in LANGUAGES), f"{name}: words in every language"
 
 
 @pytest.mark.parametrize(("call", "holds"), [
@@ -208,7 +209,7 @@ def test_every_word_the_chapters_use_in_a_claim_is_bound(measurements):
 def test_the_vocabulary_is_documented_where_authors_look():
     readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
     assert "docs/vocabulary.yml" in readme
-    for lang in ("zh", "en"):
+    for lang in LANGUAGES:
         assert "docs/vocabulary.yml" in (DOCS / lang / "demo-strings.yml").read_text(encoding="utf-8")
     assert "docs/vocabulary.yml" in (DOCS.parent / "hooks" / "claims" / "__init__.py").read_text(encoding="utf-8")
 

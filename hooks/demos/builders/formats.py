@@ -14,7 +14,7 @@ from typing import Any
 
 from hooks.demos import formatting as fmt
 from hooks.demos.blocks import DemoBlock
-from hooks.demos.builders.common import Demo, base, fallback, measured_source
+from hooks.demos.builders.common import Demo, base, cited, fallback, measured_source
 from hooks.demos.figures import formats as format_figures
 from hooks.demos.format_figures import byte_shrink, kl_text, prefill_at, ratio_text, reference_tokens
 from hooks.demos.measurements import Measurements
@@ -80,10 +80,7 @@ def published(projections: dict[str, Any], strings: Strings) -> dict[str, Any]:
                          ratio_text(decode["published_tps"] / base_row["decode"]["published_tps"], lang),
                          fmt.tps(prefill["published_tps"], lang),
                          ratio_text(prefill["published_tps"] / base_row["prefill"]["published_tps"], lang)])
-            for run in (decode, prefill):
-                title = run["source"].get("title")
-                if title and title not in sources:
-                    sources.append(title)
+            sources += [run["source"] for run in (decode, prefill) if run["source"].get("title")]
     return {"caption": strings["formats.published_caption"],
             "headers": [strings["formats.hardware"], strings["formats.format"], strings["formats.bits"],
                         strings["formats.decode_bound"], strings["formats.decode_published"],
@@ -99,8 +96,7 @@ def build(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     measured = measured_source(machine, m.simulator.model_name, strings)
     rows = format_rows(result, strings)
     table = published(m.projections(), strings)
-    projected = (strings.format("formats.published_from", sources="; ".join(table["sources"]))
-                 if table["sources"] else None)
+    projected = cited(table["sources"], strings, "formats.published_from")
     tokens = reference_tokens(result)
     data = {**base(block, strings), "formats": {
         "machine": {"peak_gflops": machine["peak_gflops"], "peak_gbps": machine["peak_gbps"],
