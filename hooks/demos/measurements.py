@@ -108,7 +108,7 @@ class Measurements:
         plan = self.plan
         label = f"the ledger of measurements ({plan.name}) on {self.simulator.model_name}"
 
-        key = f"{self.simulator.spec}:{plan}"
+        key = f"{self.simulator.spec}:{self.code_hash}:{plan}"
         if key in _disturbed:
             raise MeasurementsDisturbed(_disturbed[key])
 
