@@ -124,6 +124,10 @@ class FigureResolver:
         }
         if key in growth:
             return self._number(growth[key](last) / growth[key](first), fmt.times)
+        if key == "decode_growth_from_attention":  # measured: attention's part of a step's growth, first to last
+            grown = last["decode_ms_per_token"] - first["decode_ms_per_token"]
+            return self._number((last["decode_attention_ms"] - first["decode_attention_ms"]) / grown if grown > 0 else 0,
+                                fmt.percent)
         if key in ("tps_change_pct", "tps_drop_pct"):
             change = (last["tps"] - first["tps"]) / first["tps"]
             return self._number(change if key == "tps_change_pct" else -change, fmt.percent)
