@@ -29,6 +29,7 @@ from hooks.chapters import (
     is_going_further,
     page_reading_minutes,
 )
+from hooks.language.vocabulary import load_vocabulary
 from hooks.parity import parity_problems
 
 log = get_plugin_logger(__name__)
@@ -36,6 +37,7 @@ log = get_plugin_logger(__name__)
 _H1_LINE = re.compile(r"^#\s+.+$", re.M)
 _READING_TIME = "<!-- pd:reading-time -->"
 _CHAPTER_LIST = "<!-- pd:chapter-list -->"
+_VOCABULARY = "<!-- pd:vocabulary -->"  # the qualitative words and their thresholds, from docs/vocabulary.yml
 _NO_READING_TIME = ("404",)
 
 
@@ -98,6 +100,8 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
         total = _label(config, "reading_time", page).format(minutes=article_reading_minutes(language_dir, printed))
         markdown = markdown.replace(_READING_TIME, f"{total}\n{{ .pd-reading-time }}")
         return markdown.replace(_CHAPTER_LIST, _chapter_cards(config, chapters_of(language_dir, printed), page))
+    if _VOCABULARY in markdown:
+        markdown = markdown.replace(_VOCABULARY, load_vocabulary().word_list(str(config.theme.get("language"))))
     if slug in _NO_READING_TIME or not _H1_LINE.search(markdown):
         return markdown
     shown = printed(Path(page.file.abs_src_path)) if printed else None

@@ -107,6 +107,14 @@ class Vocabulary:
                                  words.get(negation) if negation else None))
         return found
 
+    def word_list(self, lang: str) -> str:
+        """Each qualitative word of `lang` (the first of its forms) and what it means, threshold written out, as a
+        Markdown list: what
+        About the numbers prints where it says `<!-- pd:vocabulary -->`, so the page and the checks never differ."""
+        items = [f"- **{p.words[lang][0]}**: {p.means[lang]}"
+                 for p in self.predicates.values() if p.words.get(lang) and p.means.get(lang)]
+        return "\n".join(items)
+
     def negations_of(self, lang: str) -> tuple[str, ...]:
         return tuple(n.lower() for n in self.negations.get(lang, ()))
 
