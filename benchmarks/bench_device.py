@@ -163,12 +163,12 @@ def numba_in_process(threads: int | None) -> dict[str, Any]:
 def numba_phases(prompt_tokens: int = 512, decode_steps: int = 16) -> dict[str, Any]:
     """The project's kernels on the real model in the file's own formats: prefill of `prompt_tokens` seeded tokens,
     then decode steps at that context (tokens/s each)."""
-    from simulations.formats import file_format
+    from simulations.convert import convert, file_format
     from simulations.generate import generate
     from simulations.loader import load_model
 
     base = load_model("smollm2-135m")
-    model = load_model("smollm2-135m", weight_format=file_format(base))
+    model = convert(base, file_format(base))
     ids = [int(i) for i in __import__("numpy").random.default_rng(136).integers(0, 49152, prompt_tokens)]
     list(generate(model, ids[:8], max_new_tokens=3, stop_at_eos=False))  # compiled and warm: not timed
     steps = list(generate(model, ids, max_new_tokens=decode_steps + 1, stop_at_eos=False))

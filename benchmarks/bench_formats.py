@@ -12,8 +12,8 @@ is asserted: the machine is shared and noisy (`uptime` is printed), so a figure 
 by its spread says more about the load than the kernel.
 
 Targets (issue 27, which quotes llama.cpp decoding this model 2.3–3.1× faster in Q4_1 than in F32 on earlier
-hosts; built on the eighteenth session's Intel Xeon it gave 1.9–2.1× at a 512-token context and 2.1–2.4× with
-an empty one: benchmarks/README.md, "llama.cpp on the same host"):
+hosts; built on an Intel Xeon host here it gave 1.9–2.1× at a 512-token context and 2.1–2.4× with an empty
+one: benchmarks/README.md, "llama.cpp on the same host"):
 decode tokens/s Q8_0 ÷ F32 ≥ 2.5 and 4-bit ÷ F32 ≥ 3.0; each format's decode ≥ 0.7 of the measured
 bandwidth; the 512-token prefill of every format within 0.6–1.2 of F32's; the build's measurement adds
 ≤ 60 s to a cold build and nothing to a warm one. That last pair is timed apart, after the rounds: the build

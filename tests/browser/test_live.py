@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from simulations.convert import convert
 from simulations.generate import generate
 from simulations.loader import load_model
 from tests.browser.quality_pages import page_idle
@@ -94,7 +95,7 @@ def published_model(site: Path, page) -> Path:
 
 def numpy_greedy(gguf: Path, prompt: str, chat: bool, max_new: int) -> tuple[list[int], list[int], str]:
     """The numpy model on the same file in the file's own formats: prompt ids, greedy ids, their text."""
-    model = load_model(str(gguf), weight_format="q4_1")
+    model = convert(load_model(str(gguf)), "q4_1")
     text = model.tokenizer.render_chat(prompt, None).text if chat else prompt
     ids = model.tokenizer.encode(text)
     generated = [step.token for step in generate(model, ids, max_new_tokens=max_new)]

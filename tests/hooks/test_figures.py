@@ -310,3 +310,21 @@ def test_a_projection_sits_on_its_devices_roofline_like_a_measured_phase(measure
         assert max(shares.values()) == pytest.approx(1.0) and min(shares.values()) < 1.0
     assert projected["decode"]["bandwidth_utilization"] == pytest.approx(1.0)
     assert projected["frame"] == 1  # the utilisation chart draws the second choice in its second frame
+
+
+def figure(measurements, name: str, lang: str = "en"):
+    from hooks.demos.figure_resolver import FigureResolver
+
+    return FigureResolver(lang, measurements, None).figure(name)
+
+
+def test_a_figure_is_held_to_its_ledger_entry_one_quantity_one_value(measurements, simulator):
+    """Every figure that is a ledger entry must print the entry's value: a view that quoted another
+    measurement of the same quantity (654 ms where the ledger says 1,125) stops the build, naming both."""
+    sweep_ttft_512 = 0.5 * 512 + 512 * 512 / 4000  # the fake sweep's TTFT at 512 tokens
+    simulator.ledger = lambda **_: {"entries": {"ttft/f32/512": {"value": sweep_ttft_512},
+                                                "decode/f32/512": {"value": 20.512}}}
+    assert figure(measurements, "sweep.ttft_ms@512").entry == "ttft/f32/512"
+    assert figure(measurements, "sweep.decode_ms@512").text == figure(measurements, "sweep.decode_ms@512", "zh").text
+    with pytest.raises(LookupError, match=r"cache.cached_ms@512 prints 20 ms, but the ledger's decode/f32/512 is 20.512"):
+        figure(measurements, "cache.cached_ms@512")
