@@ -15,6 +15,17 @@ with the median and range over the rounds, and then one run of each extra backen
 --enable-unsafe-webgpu for WebGPU, which headless Chromium serves through SwiftShader, a CPU). Nothing is
 asserted: the machines are shared and noisy, which the range shows. Without --site it builds the site
 with the tiny model.
+
+    .venv/bin/python benchmarks/bench_device.py --live          # the real model in the page beside numba (3 rounds)
+
+With --live it measures the real SmolLM2 running in the page (docs/assets/pd/device/README.md) beside the project's
+own kernels (simulations/, numba) on the same machine in the same run, interleaved: decode tokens/s at a 512-token
+context and prefill of 512 tokens (the device demo on the real weights, quick mode, one worker; numba in the
+file's own formats on every core), the time from the press to the first token with the weights kept in Cache
+Storage (the conversation demo, the chapter's prompt, a second page of the same browser profile), the bytes the
+chapter transfers before the press, and the kernels' rate in each format the page could publish (Q4_1 layers with
+a Q8_0 embedding, as the file; Q8_0 throughout). Without --site it builds a tiny site that publishes the real model
+(PD_MODEL=tiny PD_LIVE_MODEL=smollm2-135m).
 """
 
 from __future__ import annotations
@@ -99,6 +110,171 @@ def spread(values: list[float]) -> str:
     return f"median {statistics.median(values):.3g} (range {min(values):.3g}–{max(values):.3g}, n={len(values)})"
 
 
+# --- the real model in the page (--live) ------------------------------------------------------------------
+
+LIVE_TARGETS = {"decode": 1 / 3, "prefill": 1 / 4, "first_token_s": 2.0}
+CHAPTER = "en/two-phases/"
+# The page's kernels in each format on SmolLM2's layer shapes: synthetic blocks (the speed does not depend on the
+# values; every scale a normal half float), each product timed as the best of several.
+FORMAT_RATES = """async () => {
+  const bytes = await (await fetch('/assets/pd/device/kernels-relaxed.wasm')).arrayBuffer();
+  const variant = WebAssembly.validate(bytes) ? 'relaxed' : 'simd';
+  const source = variant === 'relaxed' ? bytes : await (await fetch('/assets/pd/device/kernels-simd.wasm')).arrayBuffer();
+  const { instance } = await WebAssembly.instantiate(source, {});
+  const k = instance.exports;
+  k.memory.grow(1200);
+  k.f16_table(1024);
+  const shapes = [[1728, 576], [576, 576], [3072, 576], [576, 1536]];  // Q, K and V; output; gate and up; down
+  const out = {};
+  for (const [name, type, blockBytes] of [['q8_0', 1, 34], ['q4_1', 2, 20]]) {
+    let weights = 0, ms = 0;
+    for (const [N, K] of shapes) {
+      const w = 1 << 20, rowBytes = K / 32 * blockBytes, x = w + N * rowBytes + 64, y = x + 4 * K + 64, scratch = y + 4 * N + 64;
+      const u8 = new Uint8Array(k.memory.buffer);
+      for (let i = 0; i < N * rowBytes; i += 1) u8[w + i] = (i * 2654435761) >>> 24;
+      for (let b = 0; b < N * K / 32; b += 1) { u8[w + b * blockBytes] = 0; u8[w + b * blockBytes + 1] = 0x2c;
+        if (type === 2) { u8[w + b * blockBytes + 2] = 0; u8[w + b * blockBytes + 3] = 0xac; } }
+      let best = Infinity;
+      for (let r = 0; r < 30; r += 1) {
+        const t0 = performance.now();
+        for (let i = 0; i < 10; i += 1) k.matvec_q(x, w, y, 1, N, K, 0, type, 4 * N, scratch);
+        best = Math.min(best, (performance.now() - t0) / 10);
+      }
+      weights += N * K; ms += best;
+    }
+    out[name] = { gweights_per_s: weights / ms / 1e6, bytes_per_weight: blockBytes / 32 };
+  }
+  return { variant, ...out };
+}"""
+
+
+def numba_in_process(threads: int | None) -> dict[str, Any]:
+    """numba_phases in a process of its own with `threads` threads (None: every core): numba fixes its threads
+    when first imported."""
+    env = {**os.environ}
+    env.pop("NUMBA_NUM_THREADS", None)
+    if threads:
+        env["NUMBA_NUM_THREADS"] = str(threads)
+    done = subprocess.run([sys.executable, __file__, "--numba-phases"], env=env, capture_output=True, text=True,
+                          check=True, cwd=REPO)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def numba_phases(prompt_tokens: int = 512, decode_steps: int = 16) -> dict[str, Any]:
+    """The project's kernels on the real model in the file's own formats: prefill of `prompt_tokens` seeded tokens,
+    then decode steps at that context (tokens/s each)."""
+    from simulations.convert import convert, file_format
+    from simulations.generate import generate
+    from simulations.loader import load_model
+
+    base = load_model("smollm2-135m")
+    model = convert(base, file_format(base))
+    ids = [int(i) for i in __import__("numpy").random.default_rng(136).integers(0, 49152, prompt_tokens)]
+    list(generate(model, ids[:8], max_new_tokens=3, stop_at_eos=False))  # compiled and warm: not timed
+    steps = list(generate(model, ids, max_new_tokens=decode_steps + 1, stop_at_eos=False))
+    return {"prefill_tps": 1000 * prompt_tokens / steps[0].ms,
+            "decode_tps": [1000 / step.ms for step in steps[1:]]}
+
+
+def first_token(playwright: Any, url: str) -> dict[str, Any]:
+    """The conversation demo's chapter prompt twice in one browser profile: the first run downloads the model into
+    Cache Storage, the second (a new page) reads it from there; its press-to-first-token and the page's transfer
+    before the press."""
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    try:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        runs = []
+        for _ in range(2):
+            page = context.new_page()
+            page.goto(f"{url}{CHAPTER}")
+            demo = page.locator(".pd-demo[data-pd-demo=conversation]").first
+            demo.scroll_into_view_if_needed()
+            page.mouse.move(10, 300)
+            demo.get_by_role("button", name="Run it on this device").wait_for()
+            page.wait_for_load_state("networkidle")
+            before = page.evaluate("() => performance.getEntriesByType('resource').concat("
+                                   "performance.getEntriesByType('navigation')).reduce((s, e) => s + e.transferSize, 0)")
+            demo.get_by_role("button", name="Run it on this device").click()
+            page.wait_for_function("el => ['done', 'error'].includes(el.dataset.pdLiveState)", arg=demo.element_handle(),
+                                   timeout=RUN_TIMEOUT_MS)
+            found = demo.locator("[data-pd-live-result]")
+            if not found.count():
+                return {"error": demo.locator(".pd-live__status").text_content()}
+            runs.append({**json.loads(found.get_attribute("data-pd-live-result")), "transfer_before_press": before})
+            page.close()
+        formats = context.new_page()
+        formats.goto(f"{url}{CHAPTER}")
+        rates = formats.evaluate(FORMAT_RATES)
+        return {"first": runs[0], "cached": runs[1], "format_rates": rates}
+    finally:
+        browser.close()
+
+
+def live_main(site: Path, rounds: int, as_json: bool) -> int:
+    from playwright.sync_api import sync_playwright
+
+    results = []
+    with StaticServer(site) as server, sync_playwright() as playwright:
+        for index in range(rounds):
+            numba = numba_in_process(None)
+            numba_one = numba_in_process(1)
+            page = measure(playwright, server.url, "auto", "quick")
+            press = first_token(playwright, server.url)
+            results.append({"numba": numba, "numba_one": numba_one, "page": page, "press": press})
+            if not as_json:
+                print(f"round {index + 1}: numba (every core) prefill {numba['prefill_tps']:.3g} tok/s, decode "
+                      f"{statistics.median(numba['decode_tps']):.3g} tok/s; numba (1 thread) prefill "
+                      f"{numba_one['prefill_tps']:.3g}, decode {statistics.median(numba_one['decode_tps']):.3g} | "
+                      f"page: {summary(page)}", flush=True)
+                if "error" in press:
+                    print(f"  conversation demo: {press['error']}", flush=True)
+                else:
+                    print(f"  conversation demo: press to first token {press['cached']['press_to_first_token_ms']:.0f} ms "
+                          f"cached (from storage: {press['cached']['from_cache']}), "
+                          f"{press['first']['press_to_first_token_ms']:.0f} ms with the download · transfer before the "
+                          f"press {press['cached']['transfer_before_press'] / 1e3:.0f} kB · kernels "
+                          f"{json.dumps(press['format_rates'])}", flush=True)
+    done = [r for r in results if "error" not in r["page"] and "error" not in r["press"]]
+    if as_json:
+        print(json.dumps(results, indent=2))
+        return 0
+    if not done:
+        print("no round finished")
+        return 1
+    decode = [r["page"]["tg_tps"]["median"] / statistics.median(r["numba"]["decode_tps"]) for r in done]
+    prefill = [r["page"]["pp_tps"]["median"] / r["numba"]["prefill_tps"] for r in done]
+    decode_one = [r["page"]["tg_tps"]["median"] / statistics.median(r["numba_one"]["decode_tps"]) for r in done]
+    prefill_one = [r["page"]["pp_tps"]["median"] / r["numba_one"]["prefill_tps"] for r in done]
+    opened = [r["press"]["cached"]["open_ms"] / 1000 for r in done]
+    first = [r["press"]["cached"]["press_to_first_token_ms"] / 1000 for r in done]
+    transfer = [r["press"]["cached"]["transfer_before_press"] / 1e3 for r in done]
+    rates = [r["press"]["format_rates"] for r in done]
+    download = done[0]["page"]["memory_bytes"]
+    met = lambda ok: "met" if ok else "NOT met"  # noqa: E731
+    print()
+    print("| figure | measured (median, range, n) | target |")
+    print("|---|---|---|")
+    print(f"| decode tokens/s at a 512-token context, browser ÷ numba (same format, every core) | {spread(decode)} | "
+          f"≥ 1/3: {met(statistics.median(decode) >= LIVE_TARGETS['decode'])} |")
+    print(f"| prefill of 512 tokens, browser ÷ numba (every core) | {spread(prefill)} | "
+          f"≥ 1/4: {met(statistics.median(prefill) >= LIVE_TARGETS['prefill'])} |")
+    print(f"| the same, one worker ÷ numba on one thread: decode | {spread(decode_one)} | — |")
+    print(f"| the same, one worker ÷ numba on one thread: prefill | {spread(prefill_one)} | — |")
+    print(f"| press to first token, weights cached, chapter prompt (s) | {spread(first)} | "
+          f"≤ 2 s: {met(statistics.median(first) <= LIVE_TARGETS['first_token_s'])} |")
+    print(f"| of which press to the prompt sent (weights read from storage, tokenizer built) (s) | {spread(opened)} | — |")
+    print(f"| page transfer before the press (kB; no model, library or kernel file) | {spread(transfer)} | "
+          "unchanged (tests/browser page-weight test) |")
+    for fmt in ("q4_1", "q8_0"):
+        values = [r[fmt]["gweights_per_s"] for r in rates]
+        print(f"| page kernel, {fmt.upper()} decode product, G weights/s (one worker) | {spread(values)} | — |")
+    published = sum(done[0]["press"]["first"]["format"].values())
+    print(f"\nthe published model: {published / 1e6:.1f} MB of tensors ({', '.join(done[0]['press']['first']['format'])}); "
+          f"browser memory of the device run (WebAssembly): {download / 1e6:.0f} MB; numba threads: "
+          f"{os.environ.get('NUMBA_NUM_THREADS', 'every core')}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--site", type=Path, help="a built site to serve (default: build one with the tiny model)")
@@ -106,14 +282,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", nargs="*", default=["js:quick", "webgpu:quick"],
                         help="extra backend:mode runs after the rounds (backend auto, wasm, js or webgpu)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--live", action="store_true", help="the real model in the page beside numba (see above)")
+    parser.add_argument("--numba-phases", action="store_true", help=argparse.SUPPRESS)  # numba_in_process's child
     args = parser.parse_args(argv)
+    if args.numba_phases:
+        print(json.dumps(numba_phases()))
+        return 0
     with tempfile.TemporaryDirectory(prefix="pd-device-") as temp:
         site = args.site
         if site is None:
             site = Path(temp) / "site"
             env = {**os.environ, "PD_MODEL": "tiny", "NO_MKDOCS_2_WARNING": "1"}
+            if args.live:
+                env["PD_LIVE_MODEL"] = "smollm2-135m"
             subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
                            cwd=REPO, env=env, check=True)
+        if args.live:
+            return live_main(site, args.rounds, args.json)
         from playwright.sync_api import sync_playwright
 
         rounds, extra = [], []

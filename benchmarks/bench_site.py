@@ -109,7 +109,7 @@ def bench_build(work: Path, env: dict[str, str], repeats: int) -> tuple[list[Row
 
 def bench_serve(work: Path, env_model: str, edits: int = 5) -> list[Row]:
     project = ServedProject(work / "serve", model=env_model,
-                            extra_env={"PD_SWEEP": os.environ.get("PD_SWEEP", "full")}, docs=DOCS)
+                            extra_env={"PD_SWEEP": os.environ.get("PD_SWEEP", "site")}, docs=DOCS)
     try:
         if project.wait_for(CHAPTER_URL, lambda body: "data-pd-demo" in body, timeout=1800) is None:
             raise SystemExit(f"mkdocs serve never came up:\n{project.log()[-3000:]}")
@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     model = chosen_model(args.model)
     env = {**os.environ, "PD_MODEL": model, "NO_MKDOCS_2_WARNING": "1"}
     header = {"date": time.strftime("%Y-%m-%d"), "machine": machine_text(), "model": model,
-              "sweep": env.get("PD_SWEEP", "full")}
+              "sweep": env.get("PD_SWEEP", "site")}
     rows: list[Row] = []
     log: Callable[[str], None] = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="pd-bench-") as temp:

@@ -1,6 +1,6 @@
 """MkDocs hook: `demo` blocks become interactive demos, `{{ figure }}` references become measured values.
 
-Thin wiring only: the work, and what survives rebuilds and the second language's build, is hooks/demos/site.py's.
+Thin wiring only: the work, and what survives rebuilds and the second language's build, is hooks/site.py's.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
-from hooks.demos.site import DemoSite, default_measurements
+from hooks.chapters import PRINTED_MARKDOWN
+from hooks.site import DemoSite, default_measurements
 
 _site: DemoSite  # one per language build, made by on_files (which MkDocs runs before any page event)
 
@@ -26,14 +27,9 @@ def on_files(files: Files, *, config: MkDocsConfig) -> Files:
     _site = DemoSite(project_dir, default_measurements(project_dir), templates)
     for file in _site.prepare(files, config):
         files.append(file)
+    # The pages as printed, for the reading times (hooks/chapter_hook.py, which runs first on each page).
+    config[PRINTED_MARKDOWN] = _site.printed_markdown
     return files
-
-
-def printed_markdown(path: Path) -> str | None:
-    """A page of this build as the reader gets it (each claim's phrasing that holds), for its reading time;
-    None before on_files or for a file that is not one of this build's pages."""
-    site = globals().get("_site")
-    return site.printed_markdown(path) if site else None
 
 
 def on_page_read_source(*, page: Page, config: MkDocsConfig) -> str | None:

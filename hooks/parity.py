@@ -1,6 +1,7 @@
 """Translation parity: every language has every page, the same demo blocks in the same order, the same
-number of headings, the same generated-content markers (<!-- pd:NAME -->) in the same order and the same
-checked claims (the same conditions, in any order) as the reference language.
+number of headings, the same collapsible blocks (`???`, `???+`), the same generated-content markers (<!-- pd:NAME -->) in the same order and the same
+checked claims (the same conditions, in any order) as the reference language, every label of its strings
+file, and its own words in every entry of the qualitative vocabulary (docs/vocabulary.yml).
 
 Run on its own:  python -m hooks.parity [DOCS_DIR] [--reference zh]
 """
@@ -17,8 +18,9 @@ from pathlib import Path
 import yaml
 
 from hooks.claims.syntax import find_claims
-from hooks.demos.strings import STRINGS_FILE, YAML_LOADER, flatten
-from hooks.markdown_blocks import demo_fences, without_fences
+from hooks.demos.strings import STRINGS_FILE, YAML_LOADER, flatten, key_lines
+from hooks.language.vocabulary import VOCABULARY_FILE
+from hooks.markdown_blocks import collapsible_marks, demo_fences, without_fences
 
 _HEADING = re.compile(r"^#{1,6}\s+\S", re.M)
 _KIND = re.compile(r"^kind\s*:\s*(\S+)", re.M)
@@ -32,6 +34,7 @@ class PageShape:
     markers: tuple[str, ...] = ()
     # Each claim's conditions, whitespace folded: the words are translated, what they are checked against is not.
     claims: tuple[tuple[str, ...], ...] = ()
+    collapsible: tuple[str, ...] = ()  # the `???` blocks in order, closed or open (`???+`)
 
 
 def page_shape(markdown: str) -> PageShape:
@@ -42,7 +45,8 @@ def page_shape(markdown: str) -> PageShape:
              for fence in demo_fences(markdown)]
     prose = without_fences(markdown)
     claims = tuple(tuple(" ".join(a.condition.split()) for a in claim.alternatives) for claim in find_claims(markdown))
-    return PageShape(tuple(kinds), len(_HEADING.findall(prose)), tuple(_MARKER.findall(prose)), claims)
+    return PageShape(tuple(kinds), len(_HEADING.findall(prose)), tuple(_MARKER.findall(prose)), claims,
+                     tuple(collapsible_marks(markdown)))
 
 
 def _claims_problems(page: Path, have: PageShape, ref_page: Path, want: PageShape) -> list[str]:
@@ -75,6 +79,24 @@ def _strings_problems(reference: Path, other: Path) -> list[str]:
     return [f"{other_file}: missing key '{key}' (present in {ref_file})" for key in sorted(missing)]
 
 
+def _vocabulary_problems(docs_dir: Path, reference: str, lang: str) -> list[str]:
+    """Entries of the vocabulary (negations, the noise's meaning, each word) with the reference language's
+    words and none of `lang`'s: its claims' qualitative words would go unchecked."""
+    path = docs_dir / VOCABULARY_FILE
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    data, lines = yaml.load(text, Loader=YAML_LOADER), key_lines(text)
+    if not isinstance(data, dict):
+        return []
+    entries = {"negations": data.get("negations"), "noise.means": (data.get("noise") or {}).get("means")}
+    for name, entry in (data.get("words") or {}).items():
+        entries[f"words.{name}"] = entry
+        entries[f"words.{name}.means"] = entry.get("means") if isinstance(entry, dict) else None
+    return [f"{path}:{lines.get(key, 1)}: '{key}' has no '{lang}' entry (translate its '{reference}' one)"
+            for key, entry in entries.items() if isinstance(entry, dict) and reference in entry and lang not in entry]
+
+
 def parity_problems(docs_dir: Path, reference: str = "zh") -> list[str]:
     """Every difference a translator must fix, one line each, naming the file."""
     ref_dir = docs_dir / reference
@@ -101,10 +123,14 @@ def parity_problems(docs_dir: Path, reference: str = "zh") -> list[str]:
                 problems.append(
                     f"{page}: generated-content markers {list(have.markers)} differ from {ref_page} {list(want.markers)}"
                 )
+            if have.collapsible != want.collapsible:
+                problems.append(f"{page}: collapsible blocks {list(have.collapsible)} differ from {ref_page} "
+                                f"{list(want.collapsible)} (??? closed, ???+ open)")
             problems += _claims_problems(page, have, ref_page, want)
         for extra_page in sorted(set(p.name for p in other.glob("*.md")) - set(p.name for p in ref_dir.glob("*.md"))):
             problems.append(f"{other / extra_page}: no such page in {ref_dir} (the reference language)")
         problems += _strings_problems(ref_dir, other)
+        problems += _vocabulary_problems(docs_dir, reference, other.name)
     return problems
 
 

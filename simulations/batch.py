@@ -41,6 +41,7 @@ from .cost import (
 from .loader import LoadedModel
 from .model import KVCache, decode_batch, mixed_step, prefill
 from .projections import KNEE_CONTEXTS, projected_knees
+from .prompts import user_prompt
 from .roofline import measure_peaks, median_seconds
 from .serving import (
     DECODE_STEPS_AFTER_FIRST_TOKEN,
@@ -49,7 +50,6 @@ from .serving import (
     prefilled_caches,
     rewind,
     two_users,
-    user_prompt,
 )
 
 SCHEMA = "prefill-decode-batch/2"

@@ -1,4 +1,5 @@
-"""`python -m simulations`: fetch the model, record a prompt, run sweeps, roofline, projections, batching.
+"""`python -m simulations`: fetch the model, record a prompt, measure the ledger the site prints, run sweeps, roofline,
+projections, batching.
 
 Tables for people by default, `--json` for programs. Progress goes to stderr; problems the user
 can fix (no model, bad file, bad prompt) end with a one-line message and exit status 2.
@@ -230,7 +231,24 @@ def show_formats(result: dict) -> str:
     ])
 
 
+def cmd_ledger(args, progress) -> dict:
+    from .ledger import measure, plan_for
+    from .loader import load_model
+
+    model = load_model(args.model, progress)
+    return measure(model, plan_for(getattr(args, "plan", "site"), tiny=model.name.startswith("tiny")), progress)
+
+
+def show_ledger(result: dict) -> str:
+    rows = [{"entry": key, "value": e["value"], "unit": e["unit"], "spread": f"{e['spread']:.1%}",
+             "repeats": e["repeats"], "measured": e["measured"]} for key, e in result["entries"].items()]
+    broken = [f"invariant {i['name']} does not hold: {i['detail']}" for i in result["invariants"] if not i["holds"]]
+    return "\n".join([table(rows, ["entry", "value", "unit", "spread", "repeats", "measured"]), *broken,
+                      *(f"disturbed: {line}" for line in result["disturbed"])])
+
+
 COMMANDS = {
+    "ledger": (cmd_ledger, show_ledger),
     "fetch": (cmd_fetch, show_fetch),
     "record": (measured("trace", "record"), show_record),
     "sweep": (measured("sweep", "sweep"), show_sweep),
@@ -255,6 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     add("fetch", "download, verify and dequantize the default model into the per-user cache", model=False)
+    p = add("ledger", "every timing the site prints, measured once as the build does (the ledger)")
+    p.add_argument("--plan", choices=("site", "quick"), help="site (default, what is published) or quick")
     p = add("record", "run one prompt and print its trace (prefill + decode steps)")
     p.add_argument("--prompt", required=True, help="the user message")
     p.add_argument("--max-new-tokens", type=_count, help="default 64")

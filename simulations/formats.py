@@ -1,10 +1,5 @@
-"""Fewer bytes per weight, measured: the same model in F32, F16, Q8_0 and the model file's own 4-bit format.
-
-`convert(model, fmt)` gives the model with its matrices held in a GGUF format (`quantized.QuantizedWeight`):
-the blocks the GGUF file stores where it stores that format (the file's own 4-bit format keeps every
-tensor as stored, the token embedding / LM head included, as llama.cpp runs the file), otherwise quantized
-from float32 by llama.cpp's reference (`gguf.quants`). Norms and biases stay float32, as in GGUF. The same
-`model.forward` runs every format: `model.linear` dispatches on the weight's type.
+"""Fewer bytes per weight, measured: the same model in F32, F16, Q8_0 and the model file's own 4-bit format
+(`convert.convert` holds the weights in each).
 
 `measure` times, per format and interleaved (every round runs each format in turn, so a burst of load on this
 shared machine falls on all of them): TTFT (the prompt's prefill, to the first token's logits) at several prompt
@@ -27,159 +22,29 @@ format costs against the weights this model actually has.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import statistics
-import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from . import kernels
+from .convert import MATRICES, convert, default_formats
 from .cost import decode_cost, prefill_cost
-from .errors import PromptError, WeightFormatError
-from .gguf_loader import stored_matrices
-from .kernels.weight_formats import WEIGHT_FORMATS
+from .errors import PromptError
 from .loader import LoadedModel, bytes_per_weight, model_summary, weights_nbytes
 from .model import KVCache, Weights, decode_step, linear, prefill
-from .paths import cache_dir
-from .quantized import BYTES_PER_WEIGHT, FORMATS, QuantizedWeight, check_format, output_tiles, quantize
+from .prompts import CHAPTER_PROMPT, prompt_of_length
+from .quantized import BYTES_PER_WEIGHT, QuantizedWeight, check_format, output_tiles
 from .roofline import best_ceilings, machine_record, measure_peaks, phase_point, ridge_intensity
-from .sweep import check_lengths, prompt_of_length
+from .sweep import check_lengths
 from .trace import prepare_prompt
 
 SCHEMA = "prefill-decode-formats/1"
-CHAPTER_PROMPT = "Explain quantum computing in three sentences."
-MATRICES = ("wqkv", "wo", "w_gate_up", "w_down")  # a layer's matrices; its norms and biases stay float32
 CACHED_MATRIX = "w_gate_up"  # `cached_product`'s: a layer's largest, where a call's fixed cost weighs least
-CACHE_FORMAT = 1  # bump when the layout of the converted-weights cache changes
 
 Progress = Callable[[str, float | None], None] | None
-
-
-_stored: dict[str, dict[str, tuple[str | None, np.ndarray]]] = {}  # memo: one GGUF parse per file
-
-
-def _stored_matrices(model: LoadedModel) -> dict[str, tuple[str | None, np.ndarray]]:
-    """`gguf_loader.stored_matrices` of the model's file (memory-mapped views), parsed once per process:
-    reading a GGUF's metadata (its 49 152-token vocabulary) takes seconds."""
-    if model.path is None:
-        return {}
-    key = str(model.path)
-    if key not in _stored:
-        _stored[key] = stored_matrices(model.path, model.config)
-    return _stored[key]
-
-
-def file_format(model: LoadedModel) -> str | None:
-    """The format the model's GGUF file stores most of its layers' matrices in ("q4_1"), if it is one of
-    `quantized.FORMATS`; None for a model without a file (the tiny test model)."""
-    if model.path is None:
-        return None
-    stored = _stored_matrices(model)
-    kinds = Counter(kind for name, (kind, _) in stored.items() if name.startswith("layer"))
-    kind = kinds.most_common(1)[0][0] if kinds else None
-    return kind if kind in FORMATS else None
-
-
-def default_formats(model: LoadedModel) -> tuple[str, ...]:
-    """F32, F16, Q8_0 and the file's own 4-bit format (Q4_1 when the file has none of its own)."""
-    own = file_format(model)
-    return ("f32", "f16", "q8_0", own if own in ("q4_0", "q4_1") else "q4_1")
-
-
-def _matrices(weights: Weights) -> dict[str, np.ndarray]:
-    out = {"token_embedding": weights.token_embedding}
-    if weights.lm_head is not weights.token_embedding:
-        out["lm_head"] = weights.lm_head
-    for i, layer in enumerate(weights.layers):
-        out.update({f"layer{i}.{name}": getattr(layer, name) for name in MATRICES})
-    return out
-
-
-def _held(fmt: str, shape: tuple[int, int], kind: str | None, data: np.ndarray) -> QuantizedWeight | np.ndarray:
-    """A matrix from the file's raw bytes in the file's format `kind`."""
-    matrix = np.ascontiguousarray(data.view(WEIGHT_FORMATS[kind].storage).reshape(shape[0], -1))
-    return matrix if kind == "f32" else QuantizedWeight(kind, shape, matrix)
-
-
-def convert(model: LoadedModel, fmt: str, progress: Progress = None) -> LoadedModel:
-    """`model` with its matrices held in `fmt` (`quantized.FORMATS`); the same config and tokenizer.
-
-    Where the GGUF file stores a matrix in `fmt`, its blocks are used as stored. When `fmt` is the file's
-    own format, every matrix is taken as the file stores it (a Q4_1 file's Q8_0 token embedding stays
-    Q8_0, as llama.cpp runs it). Other matrices are quantized from float32 by `gguf.quants`, once: the
-    result is kept in the per-user cache, memory-mapped on later loads."""
-    fmt = check_format(fmt)
-    if fmt == model.weight_format:
-        return model
-    if model.weight_format != "f32":
-        raise WeightFormatError(f"convert a float32 model, not one already in {model.weight_format}")
-    report = progress or (lambda message, fraction: None)
-    if fmt == "f32":
-        raise WeightFormatError("the float32 model is load_model(spec) itself")
-    own = file_format(model)
-    stored = _stored_matrices(model)
-    target = cache_dir() / "formats" / model.fingerprint[:24] / fmt
-    cached = _read_cache(target)
-    matrices = _matrices(model.weights)
-    held: dict[str, Any] = {}
-    quantized_now: dict[str, np.ndarray] = {}
-    from_file = 0
-    for index, (name, matrix) in enumerate(matrices.items()):
-        kind, data = stored.get(name, (None, None))
-        if kind is not None and (kind == fmt or (fmt == own and kind in FORMATS)):
-            held[name] = _held(fmt, matrix.shape, kind, data)
-            from_file += 1
-        elif name in cached:
-            held[name] = QuantizedWeight(fmt, matrix.shape, cached[name])
-        else:
-            report(f"quantizing {name} to {fmt.upper()} (gguf.quants; cached after the first time)",
-                   index / len(matrices))
-            held[name] = quantize(matrix, fmt)
-            quantized_now[name] = held[name].data
-    _write_cache(target, quantized_now)
-    w = model.weights
-    layers = [replace(layer, **{name: held[f"layer{i}.{name}"] for name in MATRICES}) for i, layer in enumerate(w.layers)]
-    embedding = held["token_embedding"]
-    weights = Weights(token_embedding=embedding, layers=layers, final_norm=w.final_norm,
-                      lm_head=held.get("lm_head", embedding))
-    kinds = Counter(m.format if isinstance(m, QuantizedWeight) else "f32" for m in held.values())
-    how = (f"{from_file} of {len(held)} matrices as the GGUF file stores them" if from_file == len(held)
-           else f"{from_file} of {len(held)} matrices from the GGUF file's blocks, the rest quantized from "
-                "float32 by gguf.quants" if from_file else "quantized from float32 by gguf.quants")
-    mix = ", ".join(f"{count} {kind.upper()}" for kind, count in kinds.most_common())
-    return replace(model, weights=weights, weight_format=fmt, fingerprint=f"{model.fingerprint}:{fmt}",
-                   source=f"{model.source.split(', dequantized')[0]}: matrices in {fmt.upper()} ({how}; {mix})")
-
-
-def _read_cache(target) -> dict[str, np.ndarray]:
-    meta = target / "meta.json"
-    if not meta.is_file() or json.loads(meta.read_text()).get("format") != CACHE_FORMAT:
-        return {}
-    return {p.stem: np.load(p, mmap_mode="c") for p in target.glob("*.npy")}
-
-
-def _write_cache(target, arrays: dict[str, np.ndarray]) -> None:
-    if not arrays:
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=target.parent, prefix=".building-")
-    try:
-        for name, array in {**_read_cache(target), **arrays}.items():
-            np.save(os.path.join(tmp, f"{name}.npy"), np.asarray(array))
-        with open(os.path.join(tmp, "meta.json"), "w") as meta:
-            json.dump({"format": CACHE_FORMAT}, meta)
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # --- accuracy against F32 ---------------------------------------------------------------------------
@@ -271,7 +136,7 @@ def cached_product(m: LoadedModel, bandwidth: float, repeats: int = 40) -> dict[
 def dequantize_ms(m: LoadedModel, repeats: int = 3) -> float:
     """The step a prompt's pass takes in a GGUF format and not in float32: every layer matrix turned back into float32
     once, a tile of output rows at a time (`quantized.output_tiles`), as `model.quantized_linear` does before its
-    products (the kernels' `dequantized`, or llama.cpp's reference on the numpy path); the fastest of `repeats`. 0
+    products (`kernels.dequantize`, or llama.cpp's reference on the numpy path); the fastest of `repeats`. 0
     for float32 weights, whose kernel copy is made once, at their first product."""
     matrices = [w for layer in m.weights.layers for w in (getattr(layer, name) for name in MATRICES)
                 if isinstance(w, QuantizedWeight)]

@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +21,7 @@ import numpy as np
 from .config import ModelConfig
 from .errors import ModelFileError
 from .model import LayerWeights, Weights, weight_matrix
-from .paths import cache_dir, file_sha256
+from .paths import cache_dir, file_sha256, write_directory
 from .tokenizer import Tokenizer
 
 SUPPORTED_ARCHS = ("llama", "qwen2")
@@ -193,19 +190,14 @@ def _build_cache(path: Path, target: Path, progress=None) -> None:
     tokenizer = read_tokenizer(reader, path)
     progress(f"dequantizing {len(reader.tensors)} tensors to float32", None)
     arrays = _dequantized_tensors(reader, path, config)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".building-"))
-    try:
+
+    def fill(directory: Path) -> None:
         for name, array in arrays.items():
             stored = weight_matrix(array) if array.ndim == 2 else np.ascontiguousarray(array, dtype=np.float32)
-            np.save(tmp / f"{name}.npy", stored)  # .npy keeps the order: loaded row-major too
+            np.save(directory / f"{name}.npy", stored)  # .npy keeps the order: loaded row-major too
         meta = {"format": CACHE_FORMAT, "config": config.to_dict(), "tokenizer": tokenizer.to_state()}
-        (tmp / "meta.json").write_text(json.dumps(meta))
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        (directory / "meta.json").write_text(json.dumps(meta))
+    write_directory(target, fill)
 
 
 def _read_together(paths: list[Path]) -> dict[str, np.ndarray]:

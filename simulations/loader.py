@@ -27,7 +27,7 @@ class LoadedModel:
     tokenizer: Tokenizer
     fingerprint: str  # sha256 of the GGUF, or of the tiny config + seed: use it in cache keys
     path: Path | None = None  # the GGUF file, if the model came from one
-    weight_format: str = "f32"  # the format its matrices are held in (quantized.FORMATS; formats.convert)
+    weight_format: str = "f32"  # the format its matrices are held in (quantized.FORMATS; convert.convert)
 
 
 def weights_nbytes(weights: Weights) -> int:
@@ -63,22 +63,15 @@ def model_summary(model: LoadedModel) -> dict:
     }
 
 
-def load_model(spec: str | None = None, progress=None, weight_format: str = "f32") -> LoadedModel:
-    """"smollm2-135m" (cached download), "tiny" (seeded random) or a path to a llama/qwen2 GGUF.
+def load_model(spec: str | None = None, progress=None) -> LoadedModel:
+    """"smollm2-135m" (cached download), "tiny" (seeded random) or a path to a llama/qwen2 GGUF, its matrices in
+    float32 (`convert.convert` holds them in a GGUF format).
 
-    No `spec`: $PD_MODEL, else the default model. `weight_format`: the matrices in float32 ("f32", the
-    default) or in a GGUF format ("f16", "q8_0", "q4_0", "q4_1"; see `formats.convert`)."""
+    No `spec`: $PD_MODEL, else the default model."""
     spec = spec or os.environ.get("PD_MODEL") or DEFAULT_MODEL
     if spec not in _loaded:
         _loaded[spec] = _load(spec, progress)
-    if weight_format == "f32":
-        return _loaded[spec]
-    key = f"{spec}\0{weight_format}"
-    if key not in _loaded:
-        from .formats import convert
-
-        _loaded[key] = convert(_loaded[spec], weight_format, progress)
-    return _loaded[key]
+    return _loaded[spec]
 
 
 def _load(spec: str, progress) -> LoadedModel:

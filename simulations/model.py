@@ -49,7 +49,7 @@ VECTOR_ROWS = 4  # up to this many rows, linear() runs one matrix-vector product
 @dataclass
 class LayerWeights:
     """One transformer block. Matrices are (out, in) as in PyTorch/GGUF, so y = x @ W.T, stored
-    row-major (`weight_matrix`), or kept in a GGUF format (`quantized.QuantizedWeight`, `formats.convert`)."""
+    row-major (`weight_matrix`), or kept in a GGUF format (`quantized.QuantizedWeight`, `convert.convert`)."""
 
     attn_norm: np.ndarray  # (d,)
     wqkv: np.ndarray  # (q_dim + 2 kv_dim, d): Q, K and V stacked so one matmul reads them

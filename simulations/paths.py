@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -39,3 +41,18 @@ def file_sha256(path: Path) -> str:
             f.write(json.dumps(memo))
         os.replace(tmp, memo_file)
     return memo[key]
+
+
+def write_directory(target: Path, fill: Callable[[Path], None]) -> None:
+    """Make the cache directory `target` whole or not at all: `fill` writes into a fresh directory beside it,
+    which then replaces `target`, so a process reading the cache never sees half of one (an interrupted build
+    leaves only a `.building-` directory behind, removed here)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".building-"))
+    try:
+        fill(tmp)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -17,20 +17,11 @@ import numpy as np
 from .generate import Request
 from .loader import LoadedModel
 from .model import KVCache, decode_batch, mixed_step, prefill
-from .sweep import PASSAGE
+from .prompts import user_prompt
 
 DISTINCT_PROMPTS = 4  # prompts prefilled for real; the other users' caches copy them
 STREAMED_BEFORE_ARRIVAL = 2  # the streaming user's tokens on the clock before the second user arrives
 DECODE_STEPS_AFTER_FIRST_TOKEN = 3  # steps shown once both users stream
-
-
-def user_prompt(model: LoadedModel, user: int, n_tokens: int) -> np.ndarray:
-    """User `user`'s prompt of exactly `n_tokens` tokens: the sweep's passage, starting `user` words in,
-    so every user's prompt differs while all have the same length."""
-    words = PASSAGE.split()
-    text = " ".join(words[user % len(words):] + words[: user % len(words)])
-    ids = np.asarray(model.tokenizer.encode(text), dtype=np.int64)
-    return np.tile(ids, -(-n_tokens // len(ids)))[:n_tokens]
 
 
 def prefilled_caches(model: LoadedModel, users: int, context: int, spare: int) -> list[KVCache]:

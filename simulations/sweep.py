@@ -18,41 +18,17 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from . import kernels
 from .errors import PromptError
 from .generate import Step, generate
 from .loader import LoadedModel, model_summary
 from .machine import machine_info
+from .prompts import PASSAGE, prompt_of_length  # noqa: F401  (PASSAGE: re-exported)
 
 Progress = Callable[[str, float | None], None] | None
 
-# A plain-English passage whose token ids are tiled to build prompts of any length.
-PASSAGE = (
-    "A language model answers in two phases. First it reads the whole prompt at once: every token "
-    "passes through every layer together, and the keys and values of each token are kept in a cache. "
-    "This is prefill, and it keeps the arithmetic units busy. Then it writes the answer one token at a "
-    "time: each new token reads every weight and the whole cache to produce a single next token. This "
-    "is decode, and it waits on memory. The time to the first token grows with the prompt; the time "
-    "per token afterwards grows slowly with everything already in the cache. "
-)
 PREFILL_TOKEN_BUDGET = 4096  # prompt tokens per sweep point across its repeats; caps long prompts' repeats
 RECOMPUTE_TOKEN_BUDGET = 1024  # context tokens recomputed per cache-vs-recompute point
-
-
-def prompt_of_length(model: LoadedModel, n_tokens: int) -> np.ndarray:
-    """Exactly `n_tokens` token ids: the passage's ids repeated and cut. Errors past the model's context."""
-    if n_tokens < 1:
-        raise PromptError(f"prompt length must be at least 1 token, got {n_tokens}")
-    if n_tokens > model.config.max_context:
-        raise PromptError(
-            f"a {n_tokens}-token prompt exceeds {model.name}'s context of {model.config.max_context} tokens "
-            f"— allowed: 1..{model.config.max_context}"
-        )
-    passage = np.asarray(model.tokenizer.encode(PASSAGE), dtype=np.int64)
-    repeats = -(-n_tokens // len(passage))  # ceiling division
-    return np.tile(passage, repeats)[:n_tokens]
 
 
 def repeats_for(n_tokens: int, repeats: int, budget: int = PREFILL_TOKEN_BUDGET) -> int:

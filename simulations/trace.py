@@ -21,6 +21,7 @@ from .model import KVCache, softmax
 SCHEMA = "prefill-decode-trace/1"
 TOP_CANDIDATES = 5
 KV_SLICE_DIMS = 16  # first dimensions of KV head 0 kept for the heatmap
+TIMED_RUNS = 3  # generations timed: each step's start and end are their medians (no single run is published)
 
 Progress = Callable[[str, float | None], None]
 
@@ -93,6 +94,18 @@ def record(model: LoadedModel, prompt: str, *, max_new_tokens: int = 64, chat: b
         if len(steps) < max_new_tokens:
             progress(f"decode: token {len(steps) + 1}/{max_new_tokens}", len(steps) / max_new_tokens)
 
+    for run in range(1, TIMED_RUNS):  # the same tokens again (greedy, or the same seed), timed only
+        progress(f"timing: run {run + 1} of {TIMED_RUNS}", None)
+        again = list(generate(model, prompt_ids, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
+                              seed=seed))
+        for step_json, step in zip(steps, again, strict=True):
+            step_json.setdefault("runs", [[step_json["start_ms"], step_json["end_ms"]]])
+            step_json["runs"].append([step.start_ms, step.end_ms])
+    for step_json in steps:  # per index, the median of ordered times is ordered: the steps stay in sequence
+        runs = step_json.pop("runs", None)
+        if runs:
+            step_json["start_ms"] = round(float(np.median([r[0] for r in runs])), 3)
+            step_json["end_ms"] = round(float(np.median([r[1] for r in runs])), 3)
     for step_json, shown in zip(steps, tokenizer.display(generated), strict=True):
         step_json["token"] = shown
     stop_reason = "eos" if generated[-1] in tokenizer.stop_ids else "max_new_tokens"

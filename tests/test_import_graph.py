@@ -10,18 +10,6 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("simulations", "hooks")
 # Cycles being removed elsewhere (the formats/loader split, the hooks' demos/claims layering); delete each entry
 # when its cycle is gone: the test then keeps it gone.
-KNOWN_CYCLES: set[frozenset[str]] = {
-    # loader.load_model(weight_format=...) imports formats.convert; formats imports loader (and roofline, sweep,
-    # trace and generate, which import loader)
-    frozenset({"simulations.formats", "simulations.generate", "simulations.loader", "simulations.roofline",
-               "simulations.sweep", "simulations.trace"}),
-    # demos.figure_resolver imports the claims' vocabulary inside a method; claims.check imports demos
-    frozenset({"hooks.claims", "hooks.claims.check", "hooks.claims.resolve", "hooks.demos.figure_resolver"}),
-}
-# A MkDocs hook imported by another is a second module object MkDocs never drives (being removed elsewhere too).
-KNOWN_HOOK_IMPORTS = {("hooks.chapter_hook", "hooks.demo_hook")}
-
-
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(REPO).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -106,12 +94,12 @@ def test_the_graph_sees_function_level_imports():
 
 def test_no_module_of_simulations_or_hooks_imports_itself_in_a_circle():
     found = cycles(import_graph())
-    new = [sorted(cycle) for cycle in found if cycle not in KNOWN_CYCLES]
+    new = [sorted(cycle) for cycle in found]
     assert not new, "import cycles (function-level imports included):\n" + "\n".join(" <-> ".join(c) for c in new)
 
 
 def test_no_hook_imports_another_hook():
     graph = import_graph()
     hooks = {name for name in graph if name.startswith("hooks.") and name.endswith("_hook")}
-    found = {(name, target) for name in hooks for target in graph[name] & hooks} - KNOWN_HOOK_IMPORTS
+    found = {(name, target) for name in hooks for target in graph[name] & hooks}
     assert not found, f"hooks importing hooks: {sorted(found)}"

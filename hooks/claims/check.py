@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hooks.claims.conditions import ALLOWED, Condition, ConditionError, evaluate, parse_condition
 from hooks.claims.syntax import SYNTAX, Claim
-from hooks.claims.vocabulary import Vocabulary, WordUse, load_vocabulary
 from hooks.demos.cache import CACHE_DIR
 from hooks.demos.figure_names import GLOBAL_NAMES, PAGE_NAMES, figure_error, parse_ref
 from hooks.demos.figure_refs import find_refs
 from hooks.demos.figure_resolver import Figure, FigureResolver
+from hooks.language.conditions import ALLOWED, Condition, ConditionError, evaluate, parse_condition
+from hooks.language.vocabulary import Vocabulary, WordUse, load_vocabulary
 
 
 @dataclass

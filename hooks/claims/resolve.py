@@ -15,12 +15,12 @@ import yaml
 from hooks.authoring import AuthoringMistake, mistake
 from hooks.claims.check import ClaimCheck, check_claim
 from hooks.claims.syntax import find_claims
-from hooks.claims.vocabulary import Vocabulary
 from hooks.demos.blocks import DemoBlock
 from hooks.demos.figure_names import figure_error
 from hooks.demos.figure_refs import find_refs
 from hooks.demos.figure_resolver import FigureResolver
 from hooks.demos.strings import Strings
+from hooks.language.vocabulary import Vocabulary
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Texts come from each language's chapters (`docs/<lang>/*.md`), their demo blocks' `note:` and the
 language's strings file; figures from the same cached measurements as the build
-(`hooks.demos.site.default_measurements`, `.cache/traces/`, `PD_MODEL`).
+(`hooks.site.default_measurements`, `.cache/traces/`, `PD_MODEL`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Any
 
 from hooks.claims.check import ClaimCheck
 from hooks.claims.resolve import checks_in, value_lines
-from hooks.claims.vocabulary import VOCABULARY_FILE, load_vocabulary
 from hooks.demos import blocks
 from hooks.demos.figure_resolver import FigureResolver
 from hooks.demos.readouts import trace_readouts
 from hooks.demos.strings import STRINGS_FILE, read_strings
+from hooks.language.vocabulary import VOCABULARY_FILE, load_vocabulary
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ rest of that language's assets.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import plotly
@@ -36,6 +37,19 @@ def plotly_file(config: MkDocsConfig, project_dir: Path) -> File:
     if not bundle.is_file():
         bundle = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
     return File.generated(config, language_prefix(config) + PLOTLY_URI, abs_src_path=str(bundle))
+
+
+LEDGER_URI = "assets/ledger.json"
+LEDGER_SCHEMA = Path(__file__).resolve().parents[2] / "simulations" / "ledger.schema.json"
+
+
+def ledger_files(config: MkDocsConfig, ledger: dict) -> list[File]:
+    """The ledger of measurements every figure on the site reads, and its schema, for a reader to open."""
+    content = json.dumps(ledger, ensure_ascii=False, indent=1, default=str)
+    prefix = language_prefix(config)
+    return [File.generated(config, prefix + LEDGER_URI, content=content),
+            File.generated(config, prefix + LEDGER_URI.replace(".json", ".schema.json"),
+                           abs_src_path=str(LEDGER_SCHEMA))]
 
 
 def demo_file(config: MkDocsConfig, kind: str, lang: str, content: str) -> File:

@@ -2,7 +2,7 @@
 them in a chapter's Markdown).
 
 Every error is an AuthoringMistake (a PluginError) that names the source file, the line in that file
-and what is allowed; hooks/demos/site.py reports it at the block's place (hooks/authoring.py).
+and what is allowed; hooks/site.py reports it at the block's place (hooks/authoring.py).
 """
 
 from __future__ import annotations

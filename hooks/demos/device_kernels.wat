@@ -134,9 +134,13 @@
   ;; in L2 while every input row passes over them; four input rows at a time (T < 4 or the last rows:
   ;; one row against four weight rows).
   (func (export "matmul") (param $x i32) (param $w i32) (param $y i32) (param $T i32) (param $N i32) (param $K i32) (param $acc i32)
-    (local $kb i32) (local $nb i32) (local $n0 i32) (local $n1 i32) (local $n i32) (local $t i32)
+    (call $matmul_s (local.get $x) (local.get $w) (local.get $y) (local.get $T) (local.get $N) (local.get $K) (local.get $acc)
+                    (i32.shl (local.get $N) (i32.const 2))))
+
+  ;; The same with y's rows $nb bytes apart (y may be a band of columns of a wider matrix).
+  (func $matmul_s (param $x i32) (param $w i32) (param $y i32) (param $T i32) (param $N i32) (param $K i32) (param $acc i32) (param $nb i32)
+    (local $kb i32) (local $n0 i32) (local $n1 i32) (local $n i32) (local $t i32)
     (local.set $kb (i32.shl (local.get $K) (i32.const 2)))
-    (local.set $nb (i32.shl (local.get $N) (i32.const 2)))
     (block $blocks_done
       (loop $blocks
         (br_if $blocks_done (i32.ge_u (local.get $n0) (local.get $N)))
@@ -160,7 +164,7 @@
                 (br $pairs)))
             (if (i32.lt_u (local.get $n) (local.get $n1))  ;; an odd weight row left in this block
               (then (call $column4 (local.get $x) (local.get $w) (local.get $y) (local.get $t) (local.get $n)
-                                   (local.get $K) (local.get $N) (local.get $acc))))
+                                   (local.get $K) (i32.shr_u (local.get $nb) (i32.const 2)) (local.get $acc))))
             (local.set $t (i32.add (local.get $t) (i32.const 4)))
             (br $rows4)))
         ;; the rows left (all of them when T < 4: decode)
@@ -367,4 +371,225 @@
             (br $heads_loop)))
         (local.set $t (i32.add (local.get $t) (i32.const 1)))
         (br $tokens))))
+;; --- the live model: matrices in GGUF's block formats (simulations/quantized.py) ---------------------
+
+  ;; Where the table of every half float's value lies (65,536 floats, `f16_table`); 0 until it is made.
+  (global $f16_at (mut i32) (i32.const 0))
+
+  ;; Fill the table at p (256 KB) with every half float's value: a block's scale is then one load.
+  (func (export "f16_table") (param $p i32)
+    (local $h i32)
+    (global.set $f16_at (i32.const 0))
+    (block $done
+      (loop $all
+        (br_if $done (i32.ge_u (local.get $h) (i32.const 65536)))
+        (f32.store (i32.add (local.get $p) (i32.shl (local.get $h) (i32.const 2))) (call $f16_bits (local.get $h)))
+        (local.set $h (i32.add (local.get $h) (i32.const 1)))
+        (br $all)))
+    (global.set $f16_at (local.get $p)))
+
+  ;; The IEEE half float at p as an f32 (a block's scale or minimum).
+  (func $f16 (param $p i32) (result f32)
+    (if (result f32) (global.get $f16_at)
+      (then (f32.load (i32.add (global.get $f16_at) (i32.shl (i32.load16_u (local.get $p)) (i32.const 2)))))
+      (else (call $f16_bits (i32.load16_u (local.get $p))))))
+
+  ;; The half float whose bits are h as an f32.
+  (func $f16_bits (param $h i32) (result f32)
+    (local $e i32) (local $m i32) (local $s i32)
+    (local.set $s (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16)))
+    (local.set $e (i32.and (i32.shr_u (local.get $h) (i32.const 10)) (i32.const 0x1f)))
+    (local.set $m (i32.and (local.get $h) (i32.const 0x3ff)))
+    (if (result f32) (i32.eqz (local.get $e))
+      (then (f32.copysign (f32.mul (f32.convert_i32_u (local.get $m)) (f32.const 0x1p-24))
+                          (f32.reinterpret_i32 (local.get $s))))
+      (else (f32.reinterpret_i32
+              (i32.or (local.get $s)
+                (if (result i32) (i32.eq (local.get $e) (i32.const 31))
+                  (then (i32.or (i32.const 0x7f800000) (i32.shl (local.get $m) (i32.const 13))))
+                  (else (i32.or (i32.shl (i32.add (local.get $e) (i32.const 112)) (i32.const 23))
+                                (i32.shl (local.get $m) (i32.const 13))))))))))
+
+  ;; Four int32 lanes as floats times d plus m.
+  (func $scale4 (param $q v128) (param $d v128) (param $m v128) (result v128)
+    (MADD (f32x4.convert_i32x4_s (local.get $q)) (local.get $d) (local.get $m)))
+
+  ;; Sixteen signed 8-bit lanes (Q4_1's nibbles, 0-15, read the same) written as 16 floats q·d + m at out.
+  (func $put16 (param $v v128) (param $d v128) (param $m v128) (param $out i32)
+    (local $lo v128) (local $hi v128)
+    (local.set $lo (i16x8.extend_low_i8x16_s (local.get $v)))
+    (local.set $hi (i16x8.extend_high_i8x16_s (local.get $v)))
+    (v128.store (local.get $out) (call $scale4 (i32x4.extend_low_i16x8_s (local.get $lo)) (local.get $d) (local.get $m)))
+    (v128.store offset=16 (local.get $out) (call $scale4 (i32x4.extend_high_i16x8_s (local.get $lo)) (local.get $d) (local.get $m)))
+    (v128.store offset=32 (local.get $out) (call $scale4 (i32x4.extend_low_i16x8_s (local.get $hi)) (local.get $d) (local.get $m)))
+    (v128.store offset=48 (local.get $out) (call $scale4 (i32x4.extend_high_i16x8_s (local.get $hi)) (local.get $d) (local.get $m))))
+
+  ;; `rows` rows of K weights from w (in format $type: 1 Q8_0, 2 Q4_1) as float32 at out, row after row.
+  ;; Q8_0: a block is an f16 scale d and 32 int8 q, weight d·q. Q4_1: f16 d and f16 minimum m, then 16
+  ;; bytes whose low nibbles are weights 0-15 and high nibbles 16-31, weight d·q + m.
+  (func $dequantize (param $w i32) (param $out i32) (param $n i32) (param $type i32)
+    (local $end i32) (local $d v128) (local $v v128)
+    (local.set $end (i32.add (local.get $out) (i32.shl (local.get $n) (i32.const 2))))
+    (block $done
+      (loop $blocks
+        (br_if $done (i32.ge_u (local.get $out) (local.get $end)))
+        (local.set $d (f32x4.splat (call $f16 (local.get $w))))
+        (if (i32.eq (local.get $type) (i32.const 1))
+          (then
+            (call $put16 (v128.load offset=2 (local.get $w)) (local.get $d) (v128.const f32x4 0 0 0 0) (local.get $out))
+            (call $put16 (v128.load offset=18 (local.get $w)) (local.get $d) (v128.const f32x4 0 0 0 0)
+                         (i32.add (local.get $out) (i32.const 64)))
+            (local.set $w (i32.add (local.get $w) (i32.const 34))))
+          (else
+            (local.set $v (v128.load offset=4 (local.get $w)))
+            (call $put16 (v128.and (local.get $v) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))
+                         (local.get $d) (f32x4.splat (call $f16 (i32.add (local.get $w) (i32.const 2)))) (local.get $out))
+            (call $put16 (i8x16.shr_u (local.get $v) (i32.const 4))
+                         (local.get $d) (f32x4.splat (call $f16 (i32.add (local.get $w) (i32.const 2))))
+                         (i32.add (local.get $out) (i32.const 64)))
+            (local.set $w (i32.add (local.get $w) (i32.const 20)))))
+        (local.set $out (i32.add (local.get $out) (i32.const 128)))
+        (br $blocks))))
+
+  ;; Bytes of one row of K weights in format $type (0 f32, 1 Q8_0, 2 Q4_1).
+  (func $row_bytes (param $K i32) (param $type i32) (result i32)
+    (if (result i32) (i32.eqz (local.get $type))
+      (then (i32.shl (local.get $K) (i32.const 2)))
+      (else (i32.mul (i32.shr_u (local.get $K) (i32.const 5))
+                     (select (i32.const 34) (i32.const 20) (i32.eq (local.get $type) (i32.const 1)))))))
+
+  ;; y (T, N) = x (T, K) · Wᵀ for W (N, K) stored in format $type (0 f32, 1 Q8_0, 2 Q4_1), y's rows $ys bytes
+  ;; apart, $acc = 1 adds to y. A band of weight rows (64 for a prompt, 4 for a token) is dequantized into
+  ;; `scratch` (room for 64 × K floats) and multiplied by the float32 kernel while it is in cache, so the
+  ;; products equal those of the dequantized matrix (as simulations/quantized.py's reference computes them).
+  (func (export "matmul_q") (param $x i32) (param $w i32) (param $y i32) (param $T i32) (param $N i32) (param $K i32)
+        (param $acc i32) (param $type i32) (param $ys i32) (param $scratch i32)
+    (local $n0 i32) (local $band i32) (local $rows i32) (local $rb i32)
+    (if (i32.eqz (local.get $type))
+      (then (call $matmul_s (local.get $x) (local.get $w) (local.get $y) (local.get $T) (local.get $N) (local.get $K)
+                            (local.get $acc) (local.get $ys))
+            (return)))
+    (local.set $band (select (i32.const 64) (i32.const 4) (i32.ge_u (local.get $T) (i32.const 4))))
+    (local.set $rb (call $row_bytes (local.get $K) (local.get $type)))
+    (block $done
+      (loop $bands
+        (br_if $done (i32.ge_u (local.get $n0) (local.get $N)))
+        (local.set $rows (select (local.get $band) (i32.sub (local.get $N) (local.get $n0))
+                                 (i32.le_u (i32.add (local.get $n0) (local.get $band)) (local.get $N))))
+        (call $dequantize (i32.add (local.get $w) (i32.mul (local.get $n0) (local.get $rb))) (local.get $scratch)
+                          (i32.mul (local.get $rows) (local.get $K)) (local.get $type))
+        (call $matmul_s (local.get $x) (local.get $scratch) (i32.add (local.get $y) (i32.shl (local.get $n0) (i32.const 2)))
+                        (local.get $T) (local.get $rows) (local.get $K) (local.get $acc) (local.get $ys))
+        (local.set $n0 (i32.add (local.get $n0) (local.get $rows)))
+        (br $bands))))
+
+  ;; Row `row` of a table of K-wide rows in format $type, as float32 at out (an embedding lookup).
+  (func (export "dequantize_row") (param $w i32) (param $row i32) (param $K i32) (param $type i32) (param $out i32)
+    (local $p i32)
+    (local.set $p (i32.add (local.get $w) (i32.mul (local.get $row) (call $row_bytes (local.get $K) (local.get $type)))))
+    (if (i32.eqz (local.get $type))
+      (then (memory.copy (local.get $out) (local.get $p) (i32.shl (local.get $K) (i32.const 2))))
+      (else (call $dequantize (local.get $p) (local.get $out) (local.get $K) (local.get $type)))))
+;; --- one token (decode): each weight read once, dequantized in registers ---------------------------
+
+  ;; Σ q_i · x_i over one block of 32 quants held as two vectors of sixteen signed 8-bit lanes (lo: quants 0-15,
+  ;; hi: 16-31; Q4_1's nibbles, 0-15, read the same signed or not) against the 32 floats at x. Two accumulators.
+  (func $block_dot (param $lo v128) (param $hi v128) (param $x i32) (result v128)
+    (local $a v128) (local $b v128) (local $c v128) (local $d v128) (local $s0 v128) (local $s1 v128)
+    (local.set $a (i16x8.extend_low_i8x16_s (local.get $lo))) (local.set $b (i16x8.extend_high_i8x16_s (local.get $lo)))
+    (local.set $c (i16x8.extend_low_i8x16_s (local.get $hi))) (local.set $d (i16x8.extend_high_i8x16_s (local.get $hi)))
+    (local.set $s0 (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $a))) (v128.load (local.get $x))))
+    (local.set $s1 (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $a))) (v128.load offset=16 (local.get $x))))
+    (local.set $s0 (MADD (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (v128.load offset=32 (local.get $x)) (local.get $s0)))
+    (local.set $s1 (MADD (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (v128.load offset=48 (local.get $x)) (local.get $s1)))
+    (local.set $s0 (MADD (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $c))) (v128.load offset=64 (local.get $x)) (local.get $s0)))
+    (local.set $s1 (MADD (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $c))) (v128.load offset=80 (local.get $x)) (local.get $s1)))
+    (local.set $s0 (MADD (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $d))) (v128.load offset=96 (local.get $x)) (local.get $s0)))
+    (local.set $s1 (MADD (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $d))) (v128.load offset=112 (local.get $x)) (local.get $s1)))
+    (f32x4.add (local.get $s0) (local.get $s1)))
+
+  ;; One row of W in format $type (1 Q8_0, 2 Q4_1) times the K floats at x: Σ_blocks d·(q·x) (+ m·Σx for Q4_1,
+  ;; the block sums of x at xs). The scales are looked up in the table (`f16_table` must have been called):
+  ;; written out here, as a call a block cost as much as the block's products in V8.
+  (func $row_dot (param $x i32) (param $xs i32) (param $w i32) (param $K i32) (param $type i32) (result f32)
+    (if (result f32) (i32.eq (local.get $type) (i32.const 1))
+      (then (call $row_dot_q8_0 (local.get $x) (local.get $w) (local.get $K)))
+      (else (call $row_dot_q4_1 (local.get $x) (local.get $xs) (local.get $w) (local.get $K)))))
+
+  ;; A format a loop: one that chose per block ran Q4_1 at a quarter of the speed in V8.
+  (func $row_dot_q8_0 (param $x i32) (param $w i32) (param $K i32) (result f32)
+    (local $end i32) (local $acc v128)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $K) (i32.const 2))))
+    (block $done
+      (loop $blocks
+        (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
+        (local.set $acc (MADD (f32x4.splat (f32.load (i32.add (global.get $f16_at) (i32.shl (i32.load16_u (local.get $w)) (i32.const 2)))))
+                              (call $block_dot (v128.load offset=2 (local.get $w)) (v128.load offset=18 (local.get $w)) (local.get $x))
+                              (local.get $acc)))
+        (local.set $w (i32.add (local.get $w) (i32.const 34)))
+        (local.set $x (i32.add (local.get $x) (i32.const 128)))
+        (br $blocks)))
+    (call $hsum (local.get $acc)))
+
+  (func $row_dot_q4_1 (param $x i32) (param $xs i32) (param $w i32) (param $K i32) (result f32)
+    (local $end i32) (local $acc v128) (local $v v128) (local $msum f32)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $K) (i32.const 2))))
+    (block $done
+      (loop $blocks
+        (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
+        (local.set $v (v128.load offset=4 (local.get $w)))
+        (local.set $acc (MADD (f32x4.splat (f32.load (i32.add (global.get $f16_at) (i32.shl (i32.load16_u (local.get $w)) (i32.const 2)))))
+                              (call $block_dot (v128.and (local.get $v) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))
+                                               (i8x16.shr_u (local.get $v) (i32.const 4)) (local.get $x))
+                              (local.get $acc)))
+        (local.set $msum (f32.add (local.get $msum)
+                                  (f32.mul (f32.load (i32.add (global.get $f16_at) (i32.shl (i32.load16_u offset=2 (local.get $w)) (i32.const 2))))
+                                           (f32.load (local.get $xs)))))
+        (local.set $xs (i32.add (local.get $xs) (i32.const 4)))
+        (local.set $w (i32.add (local.get $w) (i32.const 20)))
+        (local.set $x (i32.add (local.get $x) (i32.const 128)))
+        (br $blocks)))
+    (f32.add (call $hsum (local.get $acc)) (local.get $msum)))
+
+  ;; The sum of each block of 32 floats of the T rows of K at x, into xs (T × K/32 floats).
+  (func $block_sums (param $x i32) (param $xs i32) (param $n i32)
+    (local $end i32)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $n) (i32.const 2))))
+    (block $done
+      (loop $blocks
+        (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
+        (f32.store (local.get $xs) (call $hsum (f32x4.add
+          (f32x4.add (f32x4.add (v128.load (local.get $x)) (v128.load offset=16 (local.get $x)))
+                     (f32x4.add (v128.load offset=32 (local.get $x)) (v128.load offset=48 (local.get $x))))
+          (f32x4.add (f32x4.add (v128.load offset=64 (local.get $x)) (v128.load offset=80 (local.get $x)))
+                     (f32x4.add (v128.load offset=96 (local.get $x)) (v128.load offset=112 (local.get $x)))))))
+        (local.set $x (i32.add (local.get $x) (i32.const 128)))
+        (local.set $xs (i32.add (local.get $xs) (i32.const 4)))
+        (br $blocks))))
+
+  ;; matmul_q for a few rows (decode): every weight row read once per input row, dequantized in registers.
+  ;; Same arguments as matmul_q; scratch holds the block sums of x. Needs the half-float table (f16_table).
+  (func (export "matvec_q") (param $x i32) (param $w i32) (param $y i32) (param $T i32) (param $N i32) (param $K i32)
+        (param $acc i32) (param $type i32) (param $ys i32) (param $scratch i32)
+    (local $t i32) (local $n i32) (local $rb i32) (local $xt i32) (local $xs i32) (local $yt i32)
+    (local.set $rb (call $row_bytes (local.get $K) (local.get $type)))
+    (call $block_sums (local.get $x) (local.get $scratch) (i32.mul (local.get $T) (local.get $K)))
+    (block $t_done
+      (loop $rows
+        (br_if $t_done (i32.ge_u (local.get $t) (local.get $T)))
+        (local.set $xt (i32.add (local.get $x) (i32.shl (i32.mul (local.get $t) (local.get $K)) (i32.const 2))))
+        (local.set $xs (i32.add (local.get $scratch) (i32.shl (i32.mul (local.get $t) (i32.shr_u (local.get $K) (i32.const 5))) (i32.const 2))))
+        (local.set $yt (i32.add (local.get $y) (i32.mul (local.get $t) (local.get $ys))))
+        (local.set $n (i32.const 0))
+        (block $n_done
+          (loop $outputs
+            (br_if $n_done (i32.ge_u (local.get $n) (local.get $N)))
+            (call $put (i32.add (local.get $yt) (i32.shl (local.get $n) (i32.const 2)))
+                       (call $row_dot (local.get $xt) (local.get $xs) (i32.add (local.get $w) (i32.mul (local.get $n) (local.get $rb)))
+                                      (local.get $K) (local.get $type))
+                       (local.get $acc))
+            (local.set $n (i32.add (local.get $n) (i32.const 1)))
+            (br $outputs)))
+        (local.set $t (i32.add (local.get $t) (i32.const 1)))
+        (br $rows))))
 )

@@ -23,6 +23,7 @@ GLOBAL_NAMES: dict[str, str] = {
     "sweep.ttft_growth": "", "sweep.length_growth": "", "sweep.decode_growth": "", "sweep.decode_bytes_growth": "",
     "sweep.prefill_work_growth": "", "sweep.attention_share": "N", "sweep.decode_kv_share": "N",
     "sweep.tps_change_pct": "", "sweep.tps_drop_pct": "",
+    "sweep.prefill_attention_time": "N", "sweep.decode_attention_time": "N", "sweep.decode_growth_from_attention": "",
     "cache.cached_ms": "N", "cache.recompute_ms": "N", "cache.speedup": "N",
     "roofline.prompt_tokens": "",
     "roofline.prefill.compute_util": "", "roofline.prefill.bandwidth_util": "",
@@ -76,6 +77,7 @@ class Figure:
     text: str
     source: str
     title: str | None = None
+    entry: str | None = None  # the ledger entry this figure is, number for number (simulations/ledger.py)
 
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from hooks.demos import batch_figures, format_figures
 from hooks.demos import formatting as fmt
 from hooks.demos.figure_names import GLOBAL_NAMES, PAGE_NAMES, PID, Figure, parse_ref
 from hooks.demos.readouts import projection_rows
+from hooks.language.vocabulary import load_vocabulary
 from simulations import cost
 from simulations.projection_data import load_data
 from simulations.projections import phase_cost
@@ -34,7 +36,14 @@ class FigureResolver:
         self.page_readouts = page_readouts
 
     def figure(self, body: str) -> Figure:
-        """The figure a `{{ body }}` reference names."""
+        """The figure a `{{ body }}` reference names. One that is a ledger entry is checked against it, and
+        against every other figure that printed the same entry in this language (`Measurements.printed`)."""
+        found = self._figure(body)
+        if found.entry is not None and hasattr(self.m, "check_printed"):
+            self.m.check_printed(self.lang, body.strip(), found)
+        return found
+
+    def _figure(self, body: str) -> Figure:
         name, arg = parse_ref(body)
         expects = GLOBAL_NAMES.get(name, PAGE_NAMES.get(name))
         if expects is None:
@@ -76,7 +85,8 @@ class FigureResolver:
             return self._number(value, fmt.count) if key == "cores" else Figure(None, str(value), "measured")
         peaks = self.m.roofline()["machine"]
         if key in ("peak_gflops", "peak_gbps"):
-            return self._unit(peaks[key], "GFLOP/s" if key == "peak_gflops" else "GB/s")
+            return replace(self._unit(peaks[key], "GFLOP/s" if key == "peak_gflops" else "GB/s"),
+                           entry=f"ceiling/{'gemm_gflops' if key == 'peak_gflops' else 'read_gbps'}")
         if key in ("stream_mb", "cache_mb"):  # the bandwidth's buffer; the last-level cache (0: not reported)
             return self._number(peaks.get("stream_bytes" if key == "stream_mb" else "last_level_cache_bytes") or 0,
                                 fmt.megabytes)
@@ -114,6 +124,10 @@ class FigureResolver:
         }
         if key in growth:
             return self._number(growth[key](last) / growth[key](first), fmt.times)
+        if key == "decode_growth_from_attention":  # measured: attention's part of a step's growth, first to last
+            grown = last["decode_ms_per_token"] - first["decode_ms_per_token"]
+            return self._number((last["decode_attention_ms"] - first["decode_attention_ms"]) / grown if grown > 0 else 0,
+                                fmt.percent)
         if key in ("tps_change_pct", "tps_drop_pct"):
             change = (last["tps"] - first["tps"]) / first["tps"]
             return self._number(change if key == "tps_change_pct" else -change, fmt.percent)
@@ -121,6 +135,10 @@ class FigureResolver:
         if key == "attention_share":  # of a prefill's FLOPs, by the cost model
             counted = cost(point["prompt_tokens"], 0)
             return self._number(counted.attention_flops / counted.flops, fmt.percent)
+        if key in ("prefill_attention_time", "decode_attention_time"):  # measured: the share of the phase's time
+            phase = key.split("_")[0]
+            total = point["ttft_ms"] if phase == "prefill" else point["decode_ms_per_token"]
+            return self._number(point[f"{phase}_attention_ms"] / total, fmt.percent)
         if key == "decode_kv_share":  # of the bytes a decode step reads after N tokens, by the cost model
             counted = cost(1, point["prompt_tokens"])
             return self._number(counted.kv_read_bytes / counted.bytes, fmt.percent)
@@ -130,14 +148,16 @@ class FigureResolver:
             return self._number(cost(point["prompt_tokens"], 0).flops / seconds / peak, fmt.percent)
         field, show = {"ttft_ms": ("ttft_ms", fmt.ms), "decode_ms": ("decode_ms_per_token", fmt.ms),
                        "tps": ("tps", fmt.tps)}[key]
-        return self._number(point[field], show)
+        entry = {"ttft_ms": "ttft", "decode_ms": "decode"}.get(key)
+        return replace(self._number(point[field], show), entry=entry and f"{entry}/f32/{point['prompt_tokens']}")
 
     def _cache(self, key: str, arg: str | None) -> Figure:
         point = _measured_at(self.m.sweep()["cache_vs_recompute"], "context", arg)
         cached, recompute = point["cached_ms_per_token"], point["recompute_ms_per_token"]
         value, show = {"cached_ms": (cached, fmt.ms), "recompute_ms": (recompute, fmt.ms),
                        "speedup": (recompute / cached, fmt.times)}[key]
-        return self._number(value, show)
+        entry = {"cached_ms": "decode", "recompute_ms": "recompute"}.get(key)
+        return replace(self._number(value, show), entry=entry and f"{entry}/f32/{point['context']}")
 
     def _roofline(self, key: str, arg: str | None) -> Figure:
         result = self.m.roofline()
@@ -150,10 +170,23 @@ class FigureResolver:
         return self._unit(values[key], {"intensity": "FLOP/byte", "gflops": "GFLOP/s", "gbps": "GB/s"}[key])
 
     def _batch(self, key: str, arg: str | None) -> Figure:
-        return batch_figures.figure(key, arg, self.m.batch(), self.lang)
+        result = self.m.batch()
+        found = batch_figures.figure(key, arg, result, self.lang)
+        context = result["context_tokens"]
+        entry = {"step_ms": f"batch/f32/{context}/{arg}", "ms_per_token": f"batch/f32/{context}/{arg}",
+                 "stall_ms": f"two_users/{arg}/stall_ms", "ttft_ms": f"two_users/{arg}/ttft_ms",
+                 "mixed_ms": f"mixed/f32/{context}/{result['two_users']['chunk_tokens']}"}.get(key)
+        return replace(found, entry=entry)
 
     def _formats(self, key: str, arg: str | None) -> Figure:
-        return format_figures.figure(key, arg, self.m.formats(), self.lang)
+        result = self.m.formats()
+        found = format_figures.figure(key, arg, result, self.lang)
+        if key not in ("ttft_ms", "decode_ms", "products_ms"):
+            return found
+        name = format_figures.format_row(result, arg)["format"]
+        entry = {"ttft_ms": f"ttft/{name}/{format_figures.reference_tokens(result)}",
+                 "decode_ms": f"decode/{name}/{result['context_tokens']}", "products_ms": f"products/{name}"}[key]
+        return replace(found, entry=entry)
 
     def _proj(self, key: str, arg: str | None) -> Figure:
         if key.startswith("knee") or key == "ridge":
@@ -201,8 +234,6 @@ class FigureResolver:
     def _vocabulary(self, key: str, arg: str | None) -> Figure:
         """The measurement noise the qualitative words are judged by (docs/vocabulary.yml's `noise:`), so a
         sentence that states it prints the very threshold its claims use."""
-        from hooks.claims.vocabulary import load_vocabulary  # here: hooks.claims imports this module
-
         vocabulary = load_vocabulary()
         if vocabulary.noise is None:
             raise LookupError(f"vocabulary.noise: {vocabulary.path} sets no `noise:`")

@@ -12,7 +12,10 @@ from pathlib import Path
 from hooks.demos.strings import STRINGS_FILE, read_strings
 
 DOCS_DIR = Path(__file__).resolve().parents[2] / "docs"
-FALLBACK = {"numbers.times": "×", "numbers.above": "> {n}", "numbers.never": "never"}  # a language without a strings file (tests)
+FALLBACK = {"numbers.times": "×", "numbers.above": "> {n}", "numbers.never": "never",
+            "numbers.flop_per_byte": "FLOP/byte"}  # a language without a strings file (tests)
+# Units a language writes its own way (FLOP/字节), by their key in the `numbers` section.
+UNIT_WORDS = {"FLOP/byte": "numbers.flop_per_byte"}
 
 
 def number_word(key: str, lang: str, **fields: str) -> str:
@@ -37,7 +40,8 @@ def number(value: float, lang: str, decimals: int | None = None) -> str:
 
 
 def with_unit(value: float, unit: str, lang: str, decimals: int | None = None) -> str:
-    return f"{number(value, lang, decimals)} {unit}"
+    shown = number_word(UNIT_WORDS[unit], lang) if unit in UNIT_WORDS else unit
+    return f"{number(value, lang, decimals)} {shown}"
 
 
 def ms(value: float, lang: str) -> str:

@@ -1,16 +1,17 @@
-"""Every simulation the demos use, through the cache: traces per prompt, and the shared global
-measurements (prompt-length sweep, cache vs recompute, roofline, projections) computed once per process.
+"""Every simulation the demos use, through the cache: traces per prompt, and the one ledger of timings
+(`simulations.ledger`) that the sweep, the roofline, the batching chapter and the weight formats are views of,
+measured once per build.
 
-Sweep sizes follow env PD_SWEEP: `full` (default, what the published site shows) or `quick` (fewer
-repeats and decode steps, for tests and drafts). The prompt lengths and contexts are the same in both,
-so every inline figure name stays valid.
+The plan follows env PD_SWEEP: `site` (default, what the published site shows) or `quick` (fewer steps and
+rounds, for tests and drafts; a disturbance is recorded instead of stopping the build). Both measure the same
+quantities, so every inline figure name stays valid.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, replace
 from typing import Any
 
 from mkdocs.exceptions import PluginError
@@ -18,74 +19,38 @@ from mkdocs.plugins import get_plugin_logger
 
 from hooks.demos.cache import ResultCache
 from hooks.demos.simulator import NumpySimulator, Progress
+from hooks.language.vocabulary import load_vocabulary
 from simulations import kernels
+from simulations.ledger import PLANS, DisturbedMeasurement, Plan, plan_for
 
 log = get_plugin_logger(__name__)
 
+
+class MeasurementsDisturbed(PluginError):
+    """The ledger could not be measured cleanly: the build stops with its message (`mkdocs serve` shows it in
+    the page, at each demo)."""
+
+
+# Under `mkdocs serve`, a ledger the machine disturbed is not measured again on every save: the server keeps the
+# message until it is restarted (on a quiet machine).
+_disturbed: dict[str, str] = {}
+
 # The demos' defaults, in one place (the browser gets them through each demo's JSON).
-DEFAULT_PROMPT_LENGTHS: tuple[int, ...] = (128, 512, 2048, 4096)
-DEFAULT_CONTEXTS: tuple[int, ...] = (64, 128, 256, 512, 1024)
+DEFAULT_PROMPT_LENGTHS: tuple[int, ...] = PLANS["site"].prompt_lengths
+DEFAULT_CONTEXTS: tuple[int, ...] = PLANS["site"].contexts
 REFERENCE_PROMPT_TOKENS = 512  # the roofline and the device demo measure here; the timeline opens here
 DEFAULT_PROJECTION = "llama-3.1-8b/h100-sxm/fp16"
 
 
-@dataclass(frozen=True)
-class SweepSettings:
-    name: str
-    decode_steps: int
-    repeats: int
-    peak_repeats: int
-
-
-SWEEP_SETTINGS = {
-    "full": SweepSettings("full", decode_steps=16, repeats=3, peak_repeats=5),
-    "quick": SweepSettings("quick", decode_steps=4, repeats=1, peak_repeats=1),
-}
-
-
-@dataclass(frozen=True)
-class BatchSizes:
-    """What the batching chapter measures: batch sizes, each user's cache length, prompt chunks, the
-    arriving user's prompt. The batch sizes are the same for every model (figure names like
-    batch.speedup@64 stay valid); the tiny test model gets short contexts so tests stay fast."""
-
-    batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
-    context_tokens: int = 512
-    chunk_sizes: tuple[int, ...] = (0, 64, 128, 256, 512)
-    two_users_prompt_tokens: int = 2048
-    two_users_chunk_tokens: int = 256  # one of chunk_sizes: the chapter compares its mixed step with two passes
-
-
-BATCH_SIZES = {"default": BatchSizes(),
-               "tiny": BatchSizes(context_tokens=64, chunk_sizes=(0, 16, 32, 64), two_users_prompt_tokens=256,
-                                  two_users_chunk_tokens=32)}
-
-
-@dataclass(frozen=True)
-class FormatSizes:
-    """What the bytes-per-weight section measures: each format's prefill at these prompt lengths (TTFT), its
-    decode steps after `context_tokens`, and its accuracy over `accuracy_steps` teacher-forced answer tokens.
-    The build keeps to two prompt lengths so the four formats add well under a minute to a cold build
-    (`python -m simulations formats` measures 2048 tokens too)."""
-
-    prompt_lengths: tuple[int, ...] = (128, 512)
-    context_tokens: int = 512
-    accuracy_steps: int = 64
-
-
-FORMAT_SIZES = FormatSizes()
-
-
-def batch_sizes_for(model: str | None) -> BatchSizes:
-    """The batching chapter's sizes for a PD_MODEL value (None: the default model)."""
-    return BATCH_SIZES["tiny" if model == "tiny" else "default"]
-
-
-def sweep_settings() -> SweepSettings:
-    name = os.environ.get("PD_SWEEP", "full")
-    if name not in SWEEP_SETTINGS:
-        raise PluginError(f"environment: PD_SWEEP={name!r} is not a sweep size — allowed: {', '.join(SWEEP_SETTINGS)}")
-    return SWEEP_SETTINGS[name]
+def measurement_plan(model: str | None) -> Plan:
+    """The plan named by PD_SWEEP for a PD_MODEL value (None: the default model), with the vocabulary's noise
+    margin: the largest spread the site publishes."""
+    name = os.environ.get("PD_SWEEP", "site")
+    if name not in PLANS:
+        raise PluginError(f"environment: PD_SWEEP={name!r} is not a measurement plan — allowed: {', '.join(PLANS)}")
+    noise = load_vocabulary().noise
+    plan = plan_for(name, tiny=model == "tiny")
+    return replace(plan, noise=noise) if noise is not None else plan
 
 
 def progress_logger(label: str, every_s: float = 2.0) -> Progress:
@@ -106,13 +71,20 @@ def progress_logger(label: str, every_s: float = 2.0) -> Progress:
 class Measurements:
     """Cached access to every simulation result, keyed by inputs, simulation code and model."""
 
-    def __init__(self, simulator: NumpySimulator, cache: ResultCache, code_hash: str,
-                 settings: SweepSettings | None = None, batch_sizes: BatchSizes | None = None) -> None:
+    def __init__(self, simulator: NumpySimulator, cache: ResultCache, code_hash: str, plan: Plan | None = None) -> None:
         self.simulator = simulator
         self.cache = cache
         self.code_hash = code_hash
-        self.settings = settings or sweep_settings()
-        self.batch_sizes = batch_sizes or BatchSizes()
+        self.plan = plan or measurement_plan(simulator.spec)
+        self._views: dict[tuple, dict[str, Any]] = {}  # each view built once from the ledger it reads
+        self.printed: dict[tuple[str, str], tuple[str, Any]] = {}  # (language, ledger entry) → (name, figure)
+
+    def _view(self, name: str, **options: Any) -> dict[str, Any]:
+        ledger = self.ledger()
+        key = (name, id(ledger), *sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()))
+        if key not in self._views:
+            self._views[key] = getattr(self.simulator, name)(ledger=ledger, **options)
+        return self._views[key]
 
     def _cached(self, what: str, label: str, compute: Any, *, model: bool = True, **inputs: Any) -> Any:
         """The result of `compute`, keyed by what it is, its inputs, the simulation code and (unless it does
@@ -130,57 +102,64 @@ class Measurements:
                                           progress=progress_logger("record")),
             prompt=prompt, max_new_tokens=max_new_tokens, chat=chat)
 
+    def ledger(self) -> dict[str, Any]:
+        """Every timing the site prints, each measured once (schema prefill-decode-ledger/1). A disturbance the
+        plan could not measure away stops the build with the ledger's message."""
+        plan = self.plan
+        label = f"the ledger of measurements ({plan.name}) on {self.simulator.model_name}"
+
+        key = f"{self.simulator.spec}:{self.code_hash}:{plan}"
+        if key in _disturbed:
+            raise MeasurementsDisturbed(_disturbed[key])
+
+        def measure() -> dict[str, Any]:
+            try:
+                ledger = self.simulator.ledger(plan=plan, progress=progress_logger("measuring"))
+            except DisturbedMeasurement as error:
+                _disturbed[key] = f"measurements: {error}"
+                raise MeasurementsDisturbed(_disturbed[key]) from None
+            if ledger.get("disturbed"):
+                log.info(f"  a draft: {len(ledger['disturbed'])} measurements disturbed, recorded in the ledger "
+                         f"(plan {plan.name} on {self.simulator.model_name} records them instead of stopping)")
+            return ledger
+        return self._cached("ledger", label, measure, plan=asdict(plan))
+
+    def check_printed(self, lang: str, name: str, figure: Any) -> None:
+        """One quantity, one value: a figure that is a ledger entry must print the entry's value, and print it as
+        every other figure of that entry did in this language. A LookupError names both when not."""
+        entries = self.ledger().get("entries", {})
+        if figure.entry not in entries:
+            return  # a hand-made ledger (tests) has no entries to hold figures to
+        value = entries[figure.entry]["value"]
+        if figure.value is None or abs(figure.value - value) > 1e-9 * max(1.0, abs(value)):
+            raise LookupError(f"{name} prints {figure.text}, but the ledger's {figure.entry} is {value:.6g}")
+        first = self.printed.setdefault((lang, figure.entry), (name, figure))
+        if first[1].text != figure.text:
+            raise LookupError(f"{name} prints {figure.entry} as {figure.text}, but {first[0]} printed it as "
+                              f"{first[1].text}: one quantity, two values")
+
     def sweep(self, prompt_lengths: tuple[int, ...] | list[int] = DEFAULT_PROMPT_LENGTHS,
               contexts: tuple[int, ...] | list[int] = DEFAULT_CONTEXTS) -> dict[str, Any]:
-        lengths, ctxs, s = list(prompt_lengths), list(contexts), self.settings
-        label = f"sweep over prompt lengths {lengths} and contexts {ctxs} ({s.name}) on {self.simulator.model_name}"
-        return self._cached(
-            "sweep", label,
-            lambda: self.simulator.sweep(prompt_lengths=lengths, contexts=ctxs, decode_steps=s.decode_steps,
-                                         repeats=s.repeats, progress=progress_logger("sweep")),
-            prompt_lengths=lengths, contexts=ctxs, settings=asdict(s))
+        """The ledger's prompt-length sweep and KV cache comparison, at these lengths and contexts (each one the
+        plan measured: a demo block can show fewer, never others)."""
+        for what, asked, measured in (("prompt length", prompt_lengths, self.plan.prompt_lengths),
+                                      ("context", contexts, self.plan.contexts)):
+            unmeasured = [n for n in asked if n not in measured]
+            if unmeasured:
+                raise ValueError(f"{what}s {unmeasured} are not measured — allowed: any of "
+                                 f"{', '.join(map(str, measured))} (simulations.ledger.Plan)")
+        return self._view("sweep", prompt_lengths=list(prompt_lengths), contexts=list(contexts))
 
     def roofline(self) -> dict[str, Any]:
-        s = self.settings
-        label = f"roofline of this machine with {self.simulator.model_name} ({s.name})"
-        return self._cached(
-            "roofline", label,
-            lambda: self.simulator.roofline(prompt_tokens=REFERENCE_PROMPT_TOKENS, repeats=s.repeats,
-                                            peak_repeats=s.peak_repeats, decode_steps=s.decode_steps,
-                                            progress=progress_logger("roofline")),
-            prompt_tokens=REFERENCE_PROMPT_TOKENS, settings=asdict(s))
+        return self._view("roofline", prompt_tokens=REFERENCE_PROMPT_TOKENS)
 
     def batch(self) -> dict[str, Any]:
-        """Batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/2).
-        The machine's peaks are the roofline's, so the batching chapter's ridge point is the bottleneck's."""
-        s, sizes = self.settings, self.batch_sizes
-        machine = self.roofline()["machine"]
-        peaks = {"peak_gflops": machine["peak_gflops"], "peak_gbps": machine["peak_gbps"]}
-        # One user at the batch's context is the sweep's point, which the decode chapters quote: one figure.
-        one_user_ms = next((p["decode_ms_per_token"] for p in self.sweep()["prompt_lengths"]
-                            if p["prompt_tokens"] == sizes.context_tokens), None)
-        label = (f"batched decode at B = {list(sizes.batch_sizes)}, chunked prefill ({s.name}) "
-                 f"on {self.simulator.model_name}")
-        return self._cached(
-            "batch", label,
-            lambda: self.simulator.batch(**asdict(sizes), repeats=s.repeats, peaks=peaks, one_user_ms=one_user_ms,
-                                         progress=progress_logger("batch")),
-            **asdict(sizes), repeats=s.repeats, peaks=peaks, one_user_ms=one_user_ms)
+        """Batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/2)."""
+        return self._view("batch")
 
     def formats(self) -> dict[str, Any]:
-        """The same model in F32, F16, Q8_0 and its 4-bit format: TTFT, decode, accuracy and each format's
-        place on the roofline (schema prefill-decode-formats/1), with the roofline's peaks, so the
-        section's ridge point is the chapter's."""
-        s, sizes = self.settings, FORMAT_SIZES
-        machine = self.roofline()["machine"]
-        peaks = {"peak_gflops": machine["peak_gflops"], "peak_gbps": machine["peak_gbps"]}
-        label = f"weight formats F32, F16, Q8_0 and 4-bit ({s.name}) on {self.simulator.model_name}"
-        inputs = {"prompt_lengths": list(sizes.prompt_lengths), "context_tokens": sizes.context_tokens,
-                  "accuracy_steps": sizes.accuracy_steps, "decode_steps": s.decode_steps, "repeats": s.repeats}
-        return self._cached(
-            "formats", label,
-            lambda: self.simulator.formats(**inputs, peaks=peaks, progress=progress_logger("formats")),
-            **inputs, peaks=peaks)
+        """The same model in F32, F16, Q8_0 and its 4-bit format (schema prefill-decode-formats/1)."""
+        return self._view("formats")
 
     def projections(self, prompt_lengths: tuple[int, ...] | list[int] = DEFAULT_PROMPT_LENGTHS) -> dict[str, Any]:
         lengths = list(prompt_lengths)

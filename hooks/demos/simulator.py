@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import simulations
-from simulations import batch, cost, formats, kernels, loader, projections, roofline, sweep, trace
+from simulations import cost, kernels, ledger, loader, projections, trace, views
 
 Progress = Callable[[str, "float | None"], None]
 
@@ -66,26 +66,26 @@ class NumpySimulator:
                progress: Progress | None = None) -> dict[str, Any]:
         return trace.record(self.model, prompt, max_new_tokens=max_new_tokens, chat=chat, progress=progress)
 
-    def sweep(self, **settings: Any) -> dict[str, Any]:
-        """simulations.sweep.sweep on the loaded model (prompt lengths, contexts, decode steps, repeats, progress)."""
-        return sweep.sweep(self.model, **settings)
+    def ledger(self, *, plan: Any, progress: Progress | None) -> dict[str, Any]:
+        """simulations.ledger.measure on the loaded model: every timing the site prints, measured once."""
+        return ledger.measure(self.model, plan, progress)
 
-    def roofline(self, *, prompt_tokens: int, repeats: int, peak_repeats: int, decode_steps: int,
-                 progress: Progress | None) -> dict[str, Any]:
-        # the peaks measured before the phases and after them, the best of each (roofline.best_ceilings)
-        return roofline.roofline(self.model, prompt_tokens=prompt_tokens, decode_steps=decode_steps,
-                                 repeats=repeats, progress=progress, peak_repeats=peak_repeats)
+    def sweep(self, *, ledger: dict[str, Any], prompt_lengths: list[int], contexts: list[int]) -> dict[str, Any]:
+        """The ledger's prompt-length sweep and KV cache comparison, at these lengths and contexts."""
+        result = views.sweep(ledger)
+        return {**result, "prompt_lengths": [p for p in result["prompt_lengths"] if p["prompt_tokens"] in prompt_lengths],
+                "cache_vs_recompute": [c for c in result["cache_vs_recompute"] if c["context"] in contexts]}
+
+    def roofline(self, *, ledger: dict[str, Any], prompt_tokens: int) -> dict[str, Any]:
+        return views.roofline(ledger, prompt_tokens)
 
     def projections(self, *, prompt_lengths: list[int]) -> dict[str, Any]:
         return projections.project(prompt_lengths=tuple(prompt_lengths))
 
-    def batch(self, **settings: Any) -> dict[str, Any]:
-        """simulations.batch.measure on the loaded model (a BatchSizes' fields, repeats, peaks, progress):
-        batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/2)."""
-        return batch.measure(self.model, **settings)
+    def batch(self, *, ledger: dict[str, Any]) -> dict[str, Any]:
+        """Batched decode, its knee, chunked prefill and the two users (schema prefill-decode-batch/2)."""
+        return views.batch(ledger)
 
-    def formats(self, **settings: Any) -> dict[str, Any]:
-        """simulations.formats.measure on the loaded model (prompt lengths, context, decode steps, repeats,
-        accuracy steps, peaks, progress): the same model in F32, F16, Q8_0 and its 4-bit format (schema
-        prefill-decode-formats/1)."""
-        return formats.measure(self.model, **settings)
+    def formats(self, *, ledger: dict[str, Any]) -> dict[str, Any]:
+        """The same model in F32, F16, Q8_0 and its 4-bit format (schema prefill-decode-formats/1)."""
+        return views.formats(ledger)

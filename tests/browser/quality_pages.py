@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.languages import PREFIXES, language_of
+
 REPO = Path(__file__).resolve().parents[2]
 # Chromium reports blocked scripts with this text in a console error (see conftest.PageLog).
 CSP_CONSOLE_TEXT = "Content Security Policy"
@@ -13,7 +15,7 @@ def every_page(docs: Path = REPO / "docs") -> list[str]:
     """URL paths of every page the build writes (chapters, appendix and home, both languages), from docs/."""
     paths = []
     for lang_dir in sorted(d for d in docs.iterdir() if d.is_dir() and any(d.glob("*.md"))):
-        prefix = "" if lang_dir.name == "zh" else f"{lang_dir.name}/"
+        prefix = PREFIXES.get(lang_dir.name, f"{lang_dir.name}/")
         for page in sorted(lang_dir.glob("*.md")):
             paths.append(prefix + ("" if page.stem == "index" else f"{page.stem}/"))
     return paths
@@ -34,8 +36,8 @@ def page_paths(site: Path) -> list[str]:
 
 
 def page_language(path: str) -> str:
-    """The language a page is written in: folder structure, Chinese at the root, English under en/."""
-    return "en" if path.startswith("en/") or path == "en/" else "zh"
+    """The language a page is written in: the default language at the root, the others under /<locale>/."""
+    return language_of(path)
 
 
 def page_idle(page) -> None:

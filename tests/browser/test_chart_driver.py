@@ -217,7 +217,7 @@ def test_a_stepper_plays_to_its_end_when_frame_times_lag_behind_the_press(open_p
 
 @pytest.mark.parametrize("path", [lang + PAGE_OF_KIND[kind] for lang in LANGS for kind in ("timeline", "roofline")])
 def test_a_steppers_controls_fit_a_320_px_phone(tour, path):
-    """The prompt-length players (the timeline; the roofline and the weight formats on the bottleneck page) wrap
+    """The prompt-length players (the timeline; the roofline on the bottleneck page and the weight formats on their own) wrap
     their controls (Play, steps, the named scrubber and its value) on a phone, the value shown beside them."""
     record = tour(path, "320")
     players = [demo for demo in record.controls if demo["sliders"]]

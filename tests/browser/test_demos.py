@@ -17,7 +17,7 @@ pytestmark = pytest.mark.browser
 LANGS = ["", "en/"]  # Chinese at /, English at /en/
 PAGE_OF_KIND = {"conversation": "two-phases/", "prefill": "prefill/", "decode": "decode/",
                 "timeline": "ttft-tps/", "roofline": "bottleneck/", "recap": "summary/",
-                "batching": "batching/", "formats": "bottleneck/"}
+                "batching": "batching/", "formats": "weight-formats/"}
 PLAYER_KINDS = ["conversation", "prefill", "decode"]
 CHART_KINDS = ["prefill", "decode", "timeline", "roofline", "recap", "formats"]
 FAST = "?pd-speed=400"  # the player's test hook: 400× the recorded clock

@@ -74,7 +74,7 @@ def test_the_published_gpu_runs_are_shown_and_labelled_projected(open_page, lang
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_without_javascript_the_fallback_tables_give_every_format_and_the_published_runs(open_page, lang):
-    page, log = open_page(f"{lang}bottleneck/", javascript=False)
+    page, log = open_page(f"{lang}weight-formats/", javascript=False)
     fallback = page.locator(".pd-demo[data-pd-demo=formats] [data-pd-fallback]")
     assert fallback.is_visible()
     tables = fallback.locator("table")
@@ -114,7 +114,7 @@ def test_at_320_px_nothing_scrolls_sideways(open_page, screenshot_dir, lang):
 
 def test_labels_from_the_json_reach_the_page_as_text_whatever_they_hold(open_page):
     hostile_text = "</script><img src=x onerror=\"window.__pd_pwned=1\">"
-    page, log = open_page("en/bottleneck/")
+    page, log = open_page("en/weight-formats/")
 
     def hostile(route):
         data = route.fetch().json()

@@ -8,18 +8,22 @@ from typing import Any
 import pytest
 
 from hooks.demos.cache import ResultCache
-from hooks.demos.measurements import SWEEP_SETTINGS, Measurements
+from hooks.demos.measurements import Measurements
 from hooks.demos.simulator import NumpySimulator
 from hooks.demos.strings import Strings, load_strings
+from simulations.ledger import plan_for
+from tests.languages import DEFAULT_LANGUAGE, LANGUAGES
+
+QUICK = plan_for("quick")  # the published sizes: the fakes below are shaped like the real model's results
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 
 
 class CountingSimulator(NumpySimulator):
-    """The tiny model for real traces and projections; sweep and roofline are synthetic and instant.
+    """The tiny model for real traces and projections; the ledger and its views are synthetic and instant.
 
-    `calls` counts every simulation run, so tests can tell a cache hit from a miss.
+    `calls` counts every simulation run (a recording, the ledger), so tests can tell a cache hit from a miss.
     """
 
     def __init__(self) -> None:
@@ -30,29 +34,31 @@ class CountingSimulator(NumpySimulator):
         self.calls.append(f"record:{prompt}")
         return super().record(prompt, **kwargs)
 
+    def ledger(self, *, plan: Any, **_: Any) -> dict[str, Any]:
+        self.calls.append("ledger")
+        return {"schema": "prefill-decode-ledger/1", "plan": {"name": plan.name}, "entries": {}}
+
     def sweep(self, *, prompt_lengths: list[int], contexts: list[int], **_: Any) -> dict[str, Any]:
-        self.calls.append("sweep")
         return {
             "prompt_lengths": [{"prompt_tokens": n, "ttft_ms": 0.5 * n + n * n / 4000,
-                                "decode_ms_per_token": 20 + n / 1000, "tps": 1000 / (20 + n / 1000)}
+                                "decode_ms_per_token": 20 + n / 1000, "tps": 1000 / (20 + n / 1000),
+                                "prefill_attention_ms": n * n / 8000, "decode_attention_ms": n / 200}
                                for n in prompt_lengths],
             "cache_vs_recompute": [{"context": c, "cached_ms_per_token": 20.0, "recompute_ms_per_token": 2.0 * c}
                                    for c in contexts],
             "machine": {"cpu": "Test CPU", "cores": 2, "date": "2026-01-02"},
         }
 
-    def batch(self, *, batch_sizes: list[int], context_tokens: int, chunk_sizes: list[int],
-              two_users_prompt_tokens: int, two_users_chunk_tokens: int, **_: Any) -> dict[str, Any]:
-        self.calls.append("batch")
-        return fake_batch(batch_sizes=batch_sizes, context_tokens=context_tokens, chunk_sizes=chunk_sizes,
-                          two_users_prompt_tokens=two_users_prompt_tokens, two_users_chunk_tokens=two_users_chunk_tokens)
+    def batch(self, **_: Any) -> dict[str, Any]:
+        return fake_batch(batch_sizes=list(QUICK.batch_sizes), context_tokens=QUICK.batch_context,
+                          chunk_sizes=list(QUICK.chunk_sizes), two_users_prompt_tokens=QUICK.two_users_prompt_tokens,
+                          two_users_chunk_tokens=QUICK.two_users_chunk_tokens)
 
-    def formats(self, *, prompt_lengths: list[int], context_tokens: int, accuracy_steps: int, **_: Any) -> dict[str, Any]:
-        self.calls.append("formats")
-        return fake_formats(prompt_lengths=prompt_lengths, context_tokens=context_tokens, accuracy_steps=accuracy_steps)
+    def formats(self, **_: Any) -> dict[str, Any]:
+        return fake_formats(prompt_lengths=list(QUICK.format_prompt_lengths), context_tokens=QUICK.format_context,
+                            accuracy_steps=QUICK.accuracy_steps)
 
     def roofline(self, *, prompt_tokens: int, **_: Any) -> dict[str, Any]:
-        self.calls.append("roofline")
 
         def point(phase: str) -> dict[str, Any]:
             intensity = 100.0 if phase == "prefill" else 1.0
@@ -151,12 +157,12 @@ def simulator() -> CountingSimulator:
 
 @pytest.fixture
 def measurements(simulator: CountingSimulator, tmp_path: Path) -> Measurements:
-    return Measurements(simulator, ResultCache(tmp_path / "cache", memo={}), "code-v1", SWEEP_SETTINGS["quick"])
+    return Measurements(simulator, ResultCache(tmp_path / "cache", memo={}), "code-v1", QUICK)
 
 
-@pytest.fixture(params=["zh", "en"])
+@pytest.fixture(params=LANGUAGES)
 def strings(request: pytest.FixtureRequest) -> Strings:
-    return load_strings(DOCS, request.param, "zh", REPO)
+    return load_strings(DOCS, request.param, DEFAULT_LANGUAGE, REPO)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hooks.chapters import article_reading_minutes, first_phrasings, readable_text
+from hooks.chapters import PAGE_SLUGS, article_reading_minutes, first_phrasings, readable_text
 from hooks.demos import formatting as fmt
 from hooks.demos.builders.common import cores_text, measured_source
 from hooks.demos.figure_resolver import FigureResolver
@@ -17,6 +17,7 @@ from hooks.demos.strings import read_strings
 from hooks.markup_hook import translate_permalinks
 from hooks.validation_view import crossover_context, summary_context, table_context
 from simulations.machine import vector_extension
+from tests.languages import LANGUAGES
 
 from .conftest import DOCS
 
@@ -36,9 +37,8 @@ def test_a_claim_counts_as_one_phrasing_in_the_reading_time(tmp_path: Path):
 
 
 def test_the_landing_pages_reading_time_counts_what_is_printed_not_every_alternative():
-    for lang in ("zh", "en"):
-        raw = [(DOCS / lang / f"{slug}.md").read_text(encoding="utf-8")
-               for slug in ("index", "two-phases", "prefill", "decode", "ttft-tps", "bottleneck", "batching", "summary")]
+    for lang in LANGUAGES:
+        raw = [(DOCS / lang / f"{slug}.md").read_text(encoding="utf-8") for slug in PAGE_SLUGS]
         printed = article_reading_minutes(DOCS / lang)
         from hooks.chapters import reading_minutes
         from hooks.markdown_blocks import without_fences
@@ -59,7 +59,7 @@ def test_the_palette_toggle_speaks_each_language():
 
 
 def test_the_summary_leaves_out_the_anomalous_run_and_says_so():
-    for lang in ("zh", "en"):
+    for lang in LANGUAGES:
         context = summary_context(strings_of(lang), lang)
         assert context["footnote"] and "1" in context["footnote"]
 
@@ -97,6 +97,8 @@ def test_the_source_note_says_the_cores_are_virtual():
 def test_the_words_around_numbers_come_from_the_strings_files():
     assert fmt.times(23.94, "zh") == "23.9 倍" and fmt.times(23.94, "en") == "23.9×"
     assert fmt.number_word("numbers.above", "zh", n="64") == "64 以上"
+    assert fmt.with_unit(11.9, "FLOP/byte", "zh") == "11.9 FLOP/字节"  # the zh pages' unit (issue 49, section 2)
+    assert fmt.with_unit(11.9, "FLOP/byte", "en") == "11.9 FLOP/byte"
     python = (DOCS.parent / "hooks" / "demos" / "formatting.py").read_text(encoding="utf-8")
     python += (DOCS.parent / "hooks" / "demos" / "batch_figures.py").read_text(encoding="utf-8")
     assert "以上" not in python and '" 倍"' not in python

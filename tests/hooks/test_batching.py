@@ -15,8 +15,8 @@ import pytest
 from hooks.demos.blocks import Limits, parse_blocks, validate
 from hooks.demos.builders import BUILDERS
 from hooks.demos.figure_resolver import FigureResolver
-from hooks.demos.measurements import BATCH_SIZES, batch_sizes_for
 from hooks.demos.render import render_demo
+from simulations.ledger import plan_for
 
 REPO = Path(__file__).resolve().parents[2]
 H100 = "llama-3.1-8b/h100-sxm/fp16"
@@ -99,14 +99,15 @@ def test_an_unmeasured_argument_says_what_is_measured(measurements, name, messag
 
 
 def test_the_tiny_model_measures_short_contexts_with_the_same_batch_sizes():
-    assert batch_sizes_for("tiny").batch_sizes == batch_sizes_for(None).batch_sizes == BATCH_SIZES["default"].batch_sizes
-    assert batch_sizes_for("tiny").two_users_prompt_tokens < batch_sizes_for(None).two_users_prompt_tokens == 2048
+    tiny, real = plan_for("site", tiny=True), plan_for("site")
+    assert tiny.batch_sizes == real.batch_sizes
+    assert tiny.two_users_prompt_tokens < real.two_users_prompt_tokens == 2048
 
 
 def test_the_batch_measurement_runs_once_and_is_then_read_from_the_cache(measurements, simulator):
     measurements.batch()
     measurements.batch()
-    assert simulator.calls.count("batch") == 1
+    assert simulator.calls.count("ledger") == 1
 
 
 def test_the_demo_json_carries_every_point_the_ceilings_and_the_two_users_clock(measurements, strings):
@@ -156,24 +157,21 @@ def test_a_projection_without_a_knee_is_an_authoring_mistake_at_its_line(measure
 
 
 def test_the_real_measurement_of_the_tiny_model_gives_a_demo_that_follows_the_schema(tmp_path, strings):
-    """The contract end to end: simulations.batch.measure on the tiny model (peaks from the fake roofline),
-    through the cache, the builder and the prose figures."""
+    """The contract end to end: the ledger measured on the tiny model, through the cache, the batching view,
+    the builder and the prose figures."""
     from hooks.demos.cache import ResultCache
-    from hooks.demos.measurements import SWEEP_SETTINGS, Measurements
+    from hooks.demos.measurements import Measurements
     from hooks.demos.simulator import NumpySimulator
-    from tests.hooks.conftest import CountingSimulator
 
-    class MeasuringSimulator(CountingSimulator):
-        batch = NumpySimulator.batch
-
-    m = Measurements(MeasuringSimulator(), ResultCache(tmp_path / "cache", memo={}), "code-v1",
-                     SWEEP_SETTINGS["quick"], batch_sizes_for("tiny"))
+    m = Measurements(NumpySimulator("tiny"), ResultCache(tmp_path / "cache", memo={}), "code-v1",
+                     plan_for("quick", tiny=True))
     result = m.batch()
     assert result["schema"] == "prefill-decode-batch/2"
-    assert result["machine"]["ridge"] == pytest.approx(200.0 / 25.0)  # the roofline's peaks, not measured again
+    peaks = m.roofline()["machine"]  # one set of ceilings for the whole site
+    assert result["machine"]["ridge"] == pytest.approx(peaks["peak_gflops"] / peaks["peak_gbps"])
     demo = BUILDERS["batching"](batching_block(m), m, strings)
     schema = json.loads((REPO / "hooks/demos/demo.schema.json").read_text(encoding="utf-8"))
     jsonschema.validate(demo.data, schema)
-    assert [p["batch"] for p in demo.data["batching"]["points"]] == list(BATCH_SIZES["tiny"].batch_sizes)
+    assert [p["batch"] for p in demo.data["batching"]["points"]] == list(plan_for("quick", tiny=True).batch_sizes)
     for name in ("batch.speedup@64", "batch.knee_measured", "batch.stall_ms@chunked", "batch.mixed_ms"):
         assert figure(m, name).text

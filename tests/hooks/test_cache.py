@@ -12,7 +12,8 @@ import pytest
 from hooks.demos.blocks import Limits, parse_blocks, validate
 from hooks.demos.builders import BUILDERS
 from hooks.demos.cache import ResultCache, cache_key, source_hash
-from hooks.demos.measurements import SWEEP_SETTINGS, Measurements
+from hooks.demos.measurements import Measurements
+from simulations.ledger import plan_for
 
 
 def counting(result):
@@ -120,7 +121,7 @@ def build_chapter(measurements: Measurements, zh, prompt: str = "Hi there", note
 def fresh(measurements: Measurements, code_hash: str | None = None) -> Measurements:
     """The same disk cache seen by a new process (empty memo), optionally with other simulation code."""
     cache = ResultCache(measurements.cache.directory, memo={})
-    return Measurements(measurements.simulator, cache, code_hash or measurements.code_hash, SWEEP_SETTINGS["quick"])
+    return Measurements(measurements.simulator, cache, code_hash or measurements.code_hash, measurements.plan)
 
 
 def test_a_prose_or_note_edit_runs_no_simulation(measurements, simulator, zh):
@@ -130,7 +131,7 @@ def test_a_prose_or_note_edit_runs_no_simulation(measurements, simulator, zh):
     assert len(simulator.calls) == ran
 
 
-def test_a_prompt_edit_records_again_but_reuses_the_sweep(measurements, simulator, zh):
+def test_a_prompt_edit_records_again_but_reuses_the_ledger(measurements, simulator, zh):
     build_chapter(measurements, zh)
     simulator.calls.clear()
     build_chapter(fresh(measurements), zh, prompt="Hello again")
@@ -141,14 +142,15 @@ def test_a_simulation_code_change_runs_everything_again(measurements, simulator,
     build_chapter(measurements, zh)
     simulator.calls.clear()
     build_chapter(fresh(measurements, code_hash="code-v2"), zh)
-    assert simulator.calls == ["record:Hi there", "sweep"]
+    assert simulator.calls == ["record:Hi there", "ledger"]
 
 
-def test_the_quick_and_full_sweeps_are_cached_separately(measurements, simulator):
+def test_the_quick_and_site_ledgers_are_cached_separately(measurements, simulator):
     measurements.sweep()
-    full = Measurements(simulator, measurements.cache, measurements.code_hash, SWEEP_SETTINGS["full"])
-    full.sweep()
-    assert simulator.calls == ["sweep", "sweep"]
+    site = Measurements(simulator, measurements.cache, measurements.code_hash, plan_for("site", tiny=True))
+    site.sweep()
+    measurements.roofline(), measurements.batch(), measurements.formats()
+    assert simulator.calls == ["ledger", "ledger"]
 
 
 def test_a_damaged_input_under_a_cached_derived_result_is_still_reported_and_recomputed(tmp_path: Path, caplog):
@@ -171,3 +173,21 @@ def test_a_damaged_input_under_a_cached_derived_result_is_still_reported_and_rec
         fresh.get_or_compute({"what": "demo"}, derive, label="demo", valid=sound)
     assert any(trace_file.name in r.getMessage() for r in caplog.records)
     assert not ResultCache(tmp_path, memo={}).damaged(cache_key({"what": "trace"}))
+
+
+def test_a_disturbed_measurement_stops_the_build_with_its_message_and_is_not_measured_again(tmp_path: Path):
+    from hooks.demos.measurements import MeasurementsDisturbed
+    from simulations.ledger import DisturbedMeasurement
+    from tests.hooks.conftest import QUICK, CountingSimulator
+
+    class Busy(CountingSimulator):
+        def ledger(self, **_):
+            self.calls.append("ledger")
+            raise DisturbedMeasurement("decode/f32/64: spread 40% over 5 repeats … build again when it is quiet")
+
+    simulator = Busy()
+    m = Measurements(simulator, ResultCache(tmp_path / "cache", memo={}), "code-disturbed", QUICK)
+    for _ in range(2):
+        with pytest.raises(MeasurementsDisturbed, match="decode/f32/64: spread 40%.*build again when it is quiet"):
+            m.sweep()
+    assert simulator.calls == ["ledger"]  # `mkdocs serve` keeps the message until it is restarted

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from mkdocs.exceptions import PluginError
 
-from hooks import authoring
+from hooks import authoring, site
 from hooks.claims import resolve_note, resolve_page, resolve_strings
 from hooks.claims.__main__ import main as claims_cli
-from hooks.demos import site
 from hooks.demos.blocks import parse_blocks
 from hooks.demos.figure_resolver import FigureResolver
 from hooks.demos.strings import read_strings
+from tests.languages import LANGUAGES
 
 from .conftest import DOCS
 
@@ -300,7 +300,7 @@ def test_the_cli_rejects_an_unknown_language(project, capsys):
 def test_every_new_name_is_documented_for_authors_in_both_strings_files():
     from hooks.demos.figure_names import GLOBAL_NAMES
 
-    for lang in ("zh", "en"):
+    for lang in LANGUAGES:
         header = (DOCS / lang / "demo-strings.yml").read_text(encoding="utf-8").split("\ncommon:")[0]
         for name in GLOBAL_NAMES:
             group, _, rest = name.partition(".")

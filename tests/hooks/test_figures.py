@@ -169,7 +169,9 @@ def test_every_kind_builds_demo_json_with_the_contract_fields(measurements, stri
     json.dumps(data, allow_nan=False)
     assert data["schema"] == "prefill-decode-demo/2" and data["kind"] == kind and data["lang"] == strings.lang
     assert demo.context["source_measured"].startswith(strings["common.measured_on"].split("{")[0])
-    assert all(key.split(".")[0] in ("common", kind) for key in data["strings"])
+    # The conversation demo also carries the labels of "Run it on this device" (the live model's section).
+    shared = ("common", kind, "live") if kind == "conversation" else ("common", kind)
+    assert all(key.split(".")[0] in shared for key in data["strings"])
     expected = {"conversation": set(), "prefill": {"kv_heatmap", "prefill_time"},
                 "decode": {"attention", "cache_vs_recompute"}, "timeline": {"timeline"},
                 "roofline": {"roofline", "utilization"}, "recap": {"recap"}}[kind]
@@ -308,3 +310,21 @@ def test_a_projection_sits_on_its_devices_roofline_like_a_measured_phase(measure
         assert max(shares.values()) == pytest.approx(1.0) and min(shares.values()) < 1.0
     assert projected["decode"]["bandwidth_utilization"] == pytest.approx(1.0)
     assert projected["frame"] == 1  # the utilisation chart draws the second choice in its second frame
+
+
+def figure(measurements, name: str, lang: str = "en"):
+    from hooks.demos.figure_resolver import FigureResolver
+
+    return FigureResolver(lang, measurements, None).figure(name)
+
+
+def test_a_figure_is_held_to_its_ledger_entry_one_quantity_one_value(measurements, simulator):
+    """Every figure that is a ledger entry must print the entry's value: a view that quoted another
+    measurement of the same quantity (654 ms where the ledger says 1,125) stops the build, naming both."""
+    sweep_ttft_512 = 0.5 * 512 + 512 * 512 / 4000  # the fake sweep's TTFT at 512 tokens
+    simulator.ledger = lambda **_: {"entries": {"ttft/f32/512": {"value": sweep_ttft_512},
+                                                "decode/f32/512": {"value": 20.512}}}
+    assert figure(measurements, "sweep.ttft_ms@512").entry == "ttft/f32/512"
+    assert figure(measurements, "sweep.decode_ms@512").text == figure(measurements, "sweep.decode_ms@512", "zh").text
+    with pytest.raises(LookupError, match=r"cache.cached_ms@512 prints 20 ms, but the ledger's decode/f32/512 is 20.512"):
+        figure(measurements, "cache.cached_ms@512")

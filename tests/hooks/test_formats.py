@@ -124,4 +124,4 @@ def test_without_javascript_the_fallback_has_both_tables(measurements, strings):
 def test_the_formats_are_measured_once_and_then_read_from_the_cache(measurements, simulator):
     measurements.formats()
     measurements.formats()
-    assert simulator.calls.count("formats") == 1
+    assert simulator.calls.count("ledger") == 1

@@ -13,9 +13,10 @@ from mkdocs.exceptions import PluginError
 
 from hooks.demos.blocks import parse_blocks, validate
 from hooks.demos.render import fill_slots, render_demo
-from hooks.demos.site import PageDemos
 from hooks.demos.strings import load_strings
 from hooks.markdown_blocks import demo_fences
+from hooks.site import PageDemos
+from tests.languages import LANGUAGES
 
 from .conftest import DOCS, REPO, CountingSimulator
 
@@ -133,10 +134,11 @@ def test_the_answer_keeps_its_line_breaks(en):
 
 
 def test_the_repository_strings_files_are_valid_yaml_with_sections():
-    for lang in ("zh", "en"):
+    for lang in LANGUAGES:
         data = yaml.safe_load((DOCS / lang / "demo-strings.yml").read_text(encoding="utf-8"))
         assert set(data) == {"common", "conversation", "prefill", "decode", "timeline", "roofline", "recap",
-                             "validation", "device", "batching", "formats", "numbers", "validation_notes"}
+                             "validation", "device", "batching", "formats", "numbers", "validation_notes", "citations",
+                             "live"}
 
 
 # --- Text from prompts, answers, notes and strings files is never template syntax -------------------------
@@ -164,15 +166,15 @@ def built_page(tmp_path: Path, strings, *, prompt: str = "Hello", note: str = "A
     from mkdocs.config.defaults import MkDocsConfig
 
     from hooks.demos.cache import ResultCache
-    from hooks.demos.measurements import SWEEP_SETTINGS, Measurements
-    from hooks.demos.site import DemoSite
+    from hooks.demos.measurements import Measurements
+    from hooks.site import DemoSite
+    from tests.hooks.conftest import QUICK
 
     config = MkDocsConfig()
     config.load_dict({"site_name": "t", "docs_dir": str(DOCS), "site_dir": str(tmp_path / "site")})
     config.validate()
     config.plugins._current_plugin = None  # File.generated records which plugin made a file
-    measurements = Measurements(ParrotingSimulator(answer), ResultCache(tmp_path / "cache", memo={}), "code-v1",
-                                SWEEP_SETTINGS["quick"])
+    measurements = Measurements(ParrotingSimulator(answer), ResultCache(tmp_path / "cache", memo={}), "code-v1", QUICK)
     source = ("# Title\n\nThe build machine has {{ machine.cores }} cores.\n\n"
               f"```demo\nkind: conversation\nmax_new_tokens: 3\nprompt: {json.dumps(prompt)}\nnote: {json.dumps(note)}\n```\n")
     page_path = DOCS / strings.lang / "literal-test.md"
@@ -223,7 +225,7 @@ def test_a_chart_title_is_escaped_for_plotly_and_plain_as_the_charts_accessible_
 def test_a_page_is_built_from_the_text_its_demos_were_found_in(tmp_path: Path):
     """A file saved again while a build runs (`mkdocs serve`, an author typing): the page's source is the text
     the demo hook read when it found the page's demos, not the file as it is when MkDocs gets to the page."""
-    from hooks.demos.site import DemoSite
+    from hooks.site import DemoSite
 
     page_path = tmp_path / "docs" / "en" / "page.md"
     page_path.parent.mkdir(parents=True)

@@ -15,12 +15,13 @@ import pytest
 import yaml
 from mkdocs.exceptions import PluginError
 
+from hooks import site
 from hooks.claims import resolve_page
 from hooks.claims.__main__ import main as claims_cli
-from hooks.claims.conditions import ConditionError, parse_condition
-from hooks.claims.vocabulary import load_vocabulary
-from hooks.demos import site
 from hooks.demos.figure_resolver import FigureResolver
+from hooks.language.conditions import ConditionError, parse_condition
+from hooks.language.vocabulary import load_vocabulary
+from tests.languages import LANGUAGES
 
 from .conftest import DOCS
 
@@ -36,11 +37,11 @@ def resolve(text: str, measurements, lang: str = "en") -> str:
 
 def test_every_entry_has_one_predicate_a_meaning_and_words_in_both_languages():
     raw = yaml.safe_load((DOCS / "vocabulary.yml").read_text(encoding="utf-8"))
-    assert set(raw["negations"]) == {"zh", "en"}
+    assert set(raw["negations"]) == set(LANGUAGES)
     for name, entry in raw["words"].items():
         assert entry["true_when"] and entry["args"], name
-        assert set(entry["means"]) == {"zh", "en"}, f"{name}: its meaning is stated in both languages"
-        assert entry["zh"] and entry["en"], f"{name}: words in both languages"
+        assert set(entry["means"]) == set(LANGUAGES), f"{name}: its meaning is stated in every language"
+        assert all(entry[lang] for lang in LANGUAGES), f"{name}: words in every language"
 
 
 @pytest.mark.parametrize(("call", "holds"), [
@@ -55,7 +56,7 @@ def test_every_entry_has_one_predicate_a_meaning_and_words_in_both_languages():
     ("memory_bound(0.5, 6)", True), ("compute_bound(0.5, 6)", False),
 ])
 def test_each_predicate_applies_the_threshold_its_entry_states(call, holds):
-    from hooks.claims.conditions import evaluate
+    from hooks.language.conditions import evaluate
 
     assert evaluate(parse_condition(call, VOCABULARY.predicates), {}) is holds
 
@@ -63,7 +64,7 @@ def test_each_predicate_applies_the_threshold_its_entry_states(call, holds):
 def test_the_issue_example_a_119_slowdown_and_67_throughput_is_neither_barely_nor_nearly_eightfold():
     # "几乎没变 … 接近 8 倍" printed for a step 1.19× as long and 6.7× the throughput: now neither holds.
     condition = parse_condition("barely_changes(1.19) or close_to(6.7, 8)", VOCABULARY.predicates)
-    from hooks.claims.conditions import evaluate
+    from hooks.language.conditions import evaluate
 
     assert evaluate(condition, {}) is False
 
@@ -208,7 +209,7 @@ def test_every_word_the_chapters_use_in_a_claim_is_bound(measurements):
 def test_the_vocabulary_is_documented_where_authors_look():
     readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
     assert "docs/vocabulary.yml" in readme
-    for lang in ("zh", "en"):
+    for lang in LANGUAGES:
         assert "docs/vocabulary.yml" in (DOCS / lang / "demo-strings.yml").read_text(encoding="utf-8")
     assert "docs/vocabulary.yml" in (DOCS.parent / "hooks" / "claims" / "__init__.py").read_text(encoding="utf-8")
 

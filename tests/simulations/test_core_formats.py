@@ -10,12 +10,12 @@ import pytest
 
 import simulations.model as M
 from simulations import kernels, quantized
+from simulations.convert import convert
 from simulations.errors import WeightFormatError
 from simulations.formats import (
     CHAPTER_PROMPT,
     agreement,
     answer_ids,
-    convert,
     measure,
     teacher_forced_logits,
 )
@@ -202,8 +202,8 @@ def test_the_cost_model_reads_the_formats_bytes(tiny):
     and float32's, and the weights' bytes are what the arrays occupy."""
     assert bytes_per_weight(tiny) == 4
     for fmt, nominal in (("f16", 2), ("q8_0", 34 / 32), ("q4_1", 20 / 32)):
-        model = load_model("tiny", weight_format=fmt)
-        assert model is load_model("tiny", weight_format=fmt)  # converted once
+        model = convert(load_model("tiny"), fmt)
+        assert model is convert(load_model("tiny"), fmt)  # converted once
         width = bytes_per_weight(model)
         assert nominal < width < nominal * 1.2
         assert width * tiny.config.shape.params == pytest.approx(weights_nbytes(model.weights))
@@ -256,7 +256,7 @@ def test_the_files_4_bit_blocks_give_the_reference_logits():
     """SmolLM2's Q4_1 file, read as stored (Q4_1 layers, the Q8_0 embedding / LM head), gives the logits of
     the float32 model dequantized from the same file by gguf.quants, up to float32 rounding."""
     f32 = load_model("smollm2-135m")
-    q4 = load_model("smollm2-135m", weight_format="q4_1")
+    q4 = convert(f32, "q4_1")
     assert "121 of 121 matrices as the GGUF file stores them" in q4.source
     assert q4.weights.token_embedding.format == "q8_0" and q4.weights.layers[0].wqkv.format == "q4_1"
     ids, answer = answer_ids(f32, CHAPTER_PROMPT, 16)

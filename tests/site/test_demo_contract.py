@@ -3,6 +3,7 @@ follows hooks/demos/demo.schema.json (strict: a field the browser does not read 
 
 from __future__ import annotations
 
+from tests.languages import LANGUAGES
 import json
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def test_the_schema_has_one_definition_per_demo_kind(schema):
 
 def test_every_built_demo_of_every_kind_in_both_languages_follows_its_schema(built_site, schema):
     files = demo_files(built_site)
-    assert set(files) == {(kind, lang) for kind in KINDS for lang in ("zh", "en")}
+    assert set(files) == {(kind, lang) for kind in KINDS for lang in LANGUAGES}
     for (kind, lang), paths in files.items():
         for path in paths:
             data = json.loads(path.read_text(encoding="utf-8"))

@@ -134,3 +134,10 @@ def test_a_missing_chapter_label_names_the_setting(docs_copy):
     output = _build(docs_copy)
     assert output.returncode != 0
     assert "extra.chapter_label" in output.stdout + output.stderr
+
+
+def test_parity_names_what_a_new_language_lacks_in_the_vocabulary(tmp_path: Path):
+    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    shutil.copytree(tmp_path / "docs" / "en", tmp_path / "docs" / "fr")
+    problems = parity_problems(tmp_path / "docs", "zh")
+    assert any(re.search(r"vocabulary\.yml:\d+: 'negations' has no 'fr' entry", p) for p in problems), problems

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from simulations import projection_data
+from tests.languages import PREFIXES
 from simulations import projections as pj
 
-PAGES = {"zh": "projections/index.html", "en": "en/projections/index.html"}
+PAGES = {lang: f"{prefix}projections/index.html" for lang, prefix in PREFIXES.items()}
 
 
 class _Tables(HTMLParser):

@@ -47,9 +47,9 @@ export function makeStrings(strings, root) {
   };
 }
 
-/** Number formatting for the page's language; both languages use the same digits. */
-export function makeFormat(lang) {
-  const locale = lang === "zh" ? "zh-CN" : "en";
+/** Number formatting. Every language writes digits one way, as the build does (hooks/demos/formatting.py). */
+export function makeFormat() {
+  const locale = "en";
   const formatters = new Map();  // by number of decimals: making an Intl.NumberFormat is slow
   const formatter = (digits) => formatters.get(digits) || formatters.set(digits,
     new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits })).get(digits);

@@ -8,7 +8,7 @@ export function prepareStage(demo, data, { focusable = false } = {}) {
   const stage = demo.querySelector("[data-pd-stage]");
   stage.textContent = "";
   const text = makeStrings(data.strings, demo);
-  const format = makeFormat(data.lang);
+  const format = makeFormat();
   if (focusable) {
     // The stage takes keyboard focus so Space and the arrows drive the player.
     stage.tabIndex = 0;

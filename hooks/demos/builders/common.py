@@ -47,13 +47,24 @@ def cores_text(machine: dict[str, Any], strings: Strings) -> str:
     return strings.format(key, n=machine.get("cores", "?"))
 
 
-def projected_source(rows: list[dict[str, Any]], strings: Strings) -> str | None:
-    """The line naming the spec sources of projected rows (each cited as {id, title, url}), once each."""
-    titles = list(dict.fromkeys(source["title"] for row in rows for source in row["sources"]))
-    return strings.format("common.projected_from", sources="; ".join(titles)) if titles else None
+def cited(sources: list[dict[str, Any]], strings: Strings, line_key: str) -> dict[str, Any] | None:
+    """Sources (each {id, title, url}) as a demo shows them, once each: a line of their short titles in the
+    page's language (`citations.titles.<id>`, filling `line_key`'s {sources}) and their full citations with
+    links, in a list the reader opens (overrides/pd/demo.html). None when there are none."""
+    unique = list({source["id"]: source for source in sources}.values())
+    if not unique:
+        return None
+    short = [strings[f"citations.titles.{source['id'].replace('.', '_')}"] for source in unique]
+    return {"line": strings.format(line_key, sources=strings["citations.separator"].join(short)),
+            "sources": [{"title": source["title"], "url": source.get("url")} for source in unique]}
 
 
-def fallback(block: DemoBlock, strings: Strings, *, measured: str, projected: str | None = None,
+def projected_source(rows: list[dict[str, Any]], strings: Strings) -> dict[str, Any] | None:
+    """The spec sources of projected rows (see `cited`)."""
+    return cited([source for row in rows for source in row["sources"]], strings, "common.projected_from")
+
+
+def fallback(block: DemoBlock, strings: Strings, *, measured: str, projected: dict[str, Any] | None = None,
              rows: list[tuple[str, str]] | None = None, table: dict[str, Any] | None = None,
              title: str | None = None, **extra: Any) -> dict[str, Any]:
     """The context of the kind's template in overrides/pd/: caption, note, readouts, table, sources."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hooks.demos import model_chunks
 from hooks.demos.blocks import DemoBlock
 from hooks.demos.builders.common import Demo, base, fallback, measured_source, shown_steps, trace_rows, turn
 from hooks.demos.measurements import Measurements
@@ -30,5 +31,11 @@ def build(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     for step, tps in zip(data["steps"], running_tps(shown_steps(trace)), strict=True):
         step["tps"] = tps
     measured = measured_source(trace["machine"], trace["model"]["name"], strings)
-    return Demo({**base(block, strings), **data},
+    # The real model on the reader's device, offered beside the recording (nothing fetched before a press).
+    live = {"model": trace["model"]["name"], **model_chunks.descriptor(m.simulator.model),
+            "prompt": block.prompt, "chat": block.options["chat"], "max_new_tokens": block.options["max_new_tokens"]}
+    data = {**data, "live": live}
+    common = base(block, strings)
+    common["strings"] = {**common["strings"], **strings.section("live")}
+    return Demo({**common, **data},
                 fallback(block, strings, measured=measured, rows=trace_rows(readouts, strings), **context), readouts)

@@ -1,7 +1,8 @@
 """The `device` demo: what the reader's own device needs to measure prefill and decode, and the build's side.
 
-The browser runs a transformer with SmolLM2-135M's exact layer shapes (seeded random weights) in a Web
-Worker, only when the reader presses the button. Everything it must not re-derive travels in this JSON:
+The browser runs a transformer with SmolLM2-135M's exact layer shapes in a Web Worker, only when the reader
+presses the button: the published model's real weights in their own formats when the site carries them
+(`live`, hooks/demos/model_chunks.py), else seeded random weights in float32. Everything it must not re-derive travels in this JSON:
 the shapes, the FLOPs and bytes of each phase from the build's cost model (split into one layer's share
 and the share outside the layers, so the worker can scale by the layers it measures), the plan (memory and
 time budgets), the build machine's own measured figures to compare with, and the conditions that choose
@@ -14,6 +15,7 @@ import dataclasses
 from typing import Any
 
 from hooks.demos import formatting as fmt
+from hooks.demos import model_chunks
 from hooks.demos.blocks import DemoBlock
 from hooks.demos.builders.common import Demo, base, fallback, measured_source
 from hooks.demos.figures.common import round_floats
@@ -104,11 +106,12 @@ def smollm2_config() -> ModelConfig:
                        tied_embeddings=m["tied_embeddings"])
 
 
-def split_costs(config: ModelConfig, new_tokens: int, past_tokens: int) -> dict[str, dict[str, float]]:
+def split_costs(config: ModelConfig, new_tokens: int, past_tokens: int,
+                bytes_per_weight: float = 4.0) -> dict[str, dict[str, float]]:
     """A phase's cost as `outside_layers + layers × per_layer` (embedding, final norm and LM head outside),
-    each the FLOPs and bytes of the build's closed-form cost model."""
+    each the FLOPs and bytes of the build's closed-form cost model (weights of `bytes_per_weight` bytes)."""
     def counts(of: ModelConfig) -> dict[str, float]:
-        cost = pass_cost(of.shape, new_tokens, past_tokens)
+        cost = pass_cost(of.shape, new_tokens, past_tokens, bytes_per_weight=bytes_per_weight)
         return {"flops": cost.flops, "bytes": cost.bytes}
 
     total, outside = counts(config), counts(dataclasses.replace(config, n_layers=0))
@@ -116,9 +119,24 @@ def split_costs(config: ModelConfig, new_tokens: int, past_tokens: int) -> dict[
     return {"total": total, "outside_layers": outside, "per_layer": per_layer}
 
 
-def phase_costs(config: ModelConfig, prompt_tokens: int) -> dict[str, dict[str, dict[str, float]]]:
+def phase_costs(config: ModelConfig, prompt_tokens: int,
+                bytes_per_weight: float = 4.0) -> dict[str, dict[str, dict[str, float]]]:
     """Prefill of a `prompt_tokens` prompt and one decode step after it, split as the worker scales them."""
-    return {"prefill": split_costs(config, prompt_tokens, 0), "decode": split_costs(config, 1, prompt_tokens)}
+    return {"prefill": split_costs(config, prompt_tokens, 0, bytes_per_weight),
+            "decode": split_costs(config, 1, prompt_tokens, bytes_per_weight)}
+
+
+def live_side(model: Any, config: ModelConfig) -> dict[str, Any] | None:
+    """The published model (hooks/demos/model_chunks.py) when it has the shapes measured here: the worker then
+    runs its real weights, in the file's own formats, and the costs count the bytes those formats hold."""
+    live = model_chunks.live_model(model)
+    if live is None or any(live.config.get(key) != getattr(config, key) for key in
+                           ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size")):
+        return None
+    bytes_per_weight = sum(live.formats.values()) / config.shape.params
+    return {"manifest": live.manifest_name, "model": live.name, "download_bytes": live.descriptor()["download_bytes"],
+            "formats": live.formats, "bytes_per_weight": bytes_per_weight,
+            "costs": phase_costs(config, PROMPT_TOKENS, bytes_per_weight)}
 
 
 def shapes(config: Any) -> dict[str, Any]:
@@ -160,6 +178,10 @@ def build(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
             "workload": {"prompt_tokens": PROMPT_TOKENS, "weight_seed": WEIGHT_SEED},
             "costs": phase_costs(config, PROMPT_TOKENS),
             "plan": plan, "claims": CLAIMS, "verdict_margin": BOUND_MARGIN, "build": build}
+    live = live_side(m.simulator.model, config)
+    if live is not None:
+        data["live"] = round_floats(live)
+        data["strings"] = {**data["strings"], **strings.section("live")}
     rows = [(strings["device.peak_compute"], fmt.with_unit(build["peak_gflops"], "GFLOP/s", lang)),
             (strings["device.peak_bandwidth"], fmt.with_unit(build["peak_gbps"], "GB/s", lang)),
             (strings.format("device.ttft_at", tokens=fmt.count(PROMPT_TOKENS, lang)), fmt.ms(build["ttft_ms"], lang)),

@@ -14,11 +14,12 @@ from typing import Any
 
 from hooks.demos import formatting as fmt
 from hooks.demos.blocks import DemoBlock
-from hooks.demos.builders.common import Demo, base, fallback, measured_source
+from hooks.demos.builders.common import Demo, base, cited, fallback, measured_source
 from hooks.demos.figures import formats as format_figures
 from hooks.demos.format_figures import byte_shrink, kl_text, prefill_at, ratio_text, reference_tokens
 from hooks.demos.measurements import Measurements
 from hooks.demos.strings import Strings
+from hooks.language.vocabulary import load_vocabulary
 
 PUBLISHED_DTYPES = ("fp16", "q8_0", "q4_0")  # the formats llama.cpp's published runs share with this section
 
@@ -45,7 +46,7 @@ def format_rows(result: dict[str, Any], strings: Strings) -> list[dict[str, Any]
             [strings["formats.tps"], strings.format("formats.vs_f32", value=fmt.tps(row["tps"], lang),
                                                     ratio=ratio_text(speedup, lang))],
             [strings.format("formats.ttft", tokens=fmt.count(tokens, lang)),
-             strings.format("formats.vs_f32", value=fmt.ms(prefill["ms"], lang), ratio=ratio_text(prefill_ratio, lang))],
+             time_against_f32(prefill["ms"], f32_prefill, row["format"] == "f32", strings)],
             [strings["formats.bandwidth_util"], fmt.percent(row["decode"]["bandwidth_utilization"], lang)],
             [strings["formats.top1"], fmt.percent(row["top1_agreement"], lang)],
             [strings["formats.kl"], kl_text(row["mean_kl"], lang)],
@@ -56,6 +57,19 @@ def format_rows(result: dict[str, Any], strings: Strings) -> list[dict[str, Any]
                      "top1_agreement": row["top1_agreement"], "mean_kl": row["mean_kl"],
                      "decode": point(row["decode"]), "prefill": point(prefill), "readouts": readouts})
     return rows
+
+
+def time_against_f32(ms: float, f32_ms: float, is_f32: bool, strings: Strings) -> str:
+    """A time beside F32's as a time is compared: so much slower or faster, or within the measurement noise."""
+    lang, value = strings.lang, fmt.ms(ms, strings.lang)
+    if is_f32:
+        return value
+    noise = load_vocabulary().noise or 0.0
+    change = ms / f32_ms - 1
+    if abs(change) <= noise:
+        return strings.format("formats.time_same", value=value, noise=fmt.percent(noise, lang))
+    key = "formats.time_slower" if change > 0 else "formats.time_faster"
+    return strings.format(key, value=value, pct=fmt.percent(abs(change), lang))
 
 
 def published(projections: dict[str, Any], strings: Strings) -> dict[str, Any]:
@@ -80,10 +94,7 @@ def published(projections: dict[str, Any], strings: Strings) -> dict[str, Any]:
                          ratio_text(decode["published_tps"] / base_row["decode"]["published_tps"], lang),
                          fmt.tps(prefill["published_tps"], lang),
                          ratio_text(prefill["published_tps"] / base_row["prefill"]["published_tps"], lang)])
-            for run in (decode, prefill):
-                title = run["source"].get("title")
-                if title and title not in sources:
-                    sources.append(title)
+            sources += [run["source"] for run in (decode, prefill) if run["source"].get("title")]
     return {"caption": strings["formats.published_caption"],
             "headers": [strings["formats.hardware"], strings["formats.format"], strings["formats.bits"],
                         strings["formats.decode_bound"], strings["formats.decode_published"],
@@ -99,8 +110,7 @@ def build(block: DemoBlock, m: Measurements, strings: Strings) -> Demo:
     measured = measured_source(machine, m.simulator.model_name, strings)
     rows = format_rows(result, strings)
     table = published(m.projections(), strings)
-    projected = (strings.format("formats.published_from", sources="; ".join(table["sources"]))
-                 if table["sources"] else None)
+    projected = cited(table["sources"], strings, "formats.published_from")
     tokens = reference_tokens(result)
     data = {**base(block, strings), "formats": {
         "machine": {"peak_gflops": machine["peak_gflops"], "peak_gbps": machine["peak_gbps"],

@@ -83,10 +83,12 @@ function claimVars(result, build, text, format, margin) {
     ratio: format.number(Math.max(result.ttft_ms / build.ttft_ms, build.ttft_ms / result.ttft_ms)) };
 }
 
-function labels(result, build, text, format) {
-  const lines = [text("device.label_weights"),
-    text("device.label_subset", { layers: result.layers_measured, total: result.layers_total,
-      rows: format.number(result.head_rows_measured, 0), vocab: format.number(result.vocab_size, 0) })];
+function labels(result, build, text, format, live) {
+  const lines = result.weights === "real"
+    ? [text("live.device_weights", { model: live.model, formats: result.precision, workers: result.workers })]
+    : [text("device.label_weights"),
+      text("device.label_subset", { layers: result.layers_measured, total: result.layers_total,
+        rows: format.number(result.head_rows_measured, 0), vocab: format.number(result.vocab_size, 0) })];
   const shape = result.gemm_shape;
   lines.push(text("device.label_ceilings", { shape: `(${shape.T} × ${shape.K}) · (${shape.K} × ${shape.N})`,
     compute_runs: result.compute_runs, runs: result.ceiling_runs, megabytes: format.number(result.stream_bytes / 1e6, 0) }));
@@ -115,8 +117,11 @@ function benchTable(result, data, text, format) {
   const backend = { wasm: `WASM SIMD${result.variant === "relaxed" ? " (relaxed)" : ""}`, js: "JS", webgpu: "WebGPU" }[result.backend];
   const device = result.adapter?.description ? ` ${result.adapter.description}` : "";
   const cell = (range) => `${range.median.toFixed(2)} (${range.min.toFixed(2)}–${range.max.toFixed(2)}, n=${range.n})`;
-  const row = (test, range) => `| ${m.name} shapes, random weights | ${(params * 4 / 2 ** 20).toFixed(2)} MiB | `
-    + `${(params / 1e6).toFixed(2)} M | ${backend}${device} | ${result.workers} | f32 | ${test} | ${cell(range)} |`;
+  const real = result.weights === "real";
+  const size = real ? params * data.live.bytes_per_weight : params * 4;
+  const row = (test, range) => `| ${real ? data.live.model : `${m.name} shapes, random weights`} | `
+    + `${(size / 2 ** 20).toFixed(2)} MiB | ${(params / 1e6).toFixed(2)} M | ${backend}${device} | `
+    + `${real ? result.phase_workers : result.workers} | ${result.precision} | ${test} | ${cell(range)} |`;
   return ["| model | size | params | backend | threads | type | test | t/s (median, min–max) |",
     "| --- | ---: | ---: | --- | ---: | --- | --- | ---: |",
     row(`pp${result.prompt_tokens}`, result.pp_tps), row(`tg @ ${result.prompt_tokens}`, result.tg_tps)];
@@ -148,7 +153,9 @@ export async function mount(demo, data) {
   const panel = h("div", { class: "pd-device__result", hidden: true, tabindex: -1 });
 
   function describeMode() {
-    setText(intro, text("device.intro", { seconds: plan.modes[modeSelect.value].estimate_s }));
+    const seconds = plan.modes[modeSelect.value].estimate_s;
+    setText(intro, data.live && !testPlan ? text("live.device_intro", { model: data.live.model, seconds,
+      megabytes: format.number(data.live.download_bytes / 1e6, 0) }) : text("device.intro", { seconds }));
   }
   describeMode();
   modeSelect.addEventListener("change", describeMode);
@@ -218,9 +225,10 @@ export async function mount(demo, data) {
         .map((label) => h("th", { scope: "col", text: label })))),
       h("tbody", {}, ...rows.map(([label, mine, theirs]) => h("tr", {}, h("th", { scope: "row", text: label }),
         h("td", { text: mine }), h("td", { text: theirs })))));
-    const copyText = [text("device.copy_heading"), "", ...benchTable(result, data, text, format), "",
+    const copyText = [result.weights === "real" ? text("live.device_copy_heading", { model: data.live.model })
+      : text("device.copy_heading"), "", ...benchTable(result, data, text, format), "",
       ...rows.map(([label, mine, theirs]) => `${label}: ${mine} | ${text("device.build_machine")}: ${theirs}`), "",
-      ...labels(result, build, text, format)].join("\n");
+      ...labels(result, build, text, format, data.live)].join("\n");
     const copied = h("span", { class: "pd-device__copied", role: "status" });
     const copyButton = h("button", { type: "button", class: "pd-button" }, text("device.copy"));
     const copyBox = h("textarea", { class: "pd-device__copytext", readonly: true, rows: 8, "aria-label": text("device.copy_box") });
@@ -238,7 +246,7 @@ export async function mount(demo, data) {
       h("figure", { class: "pd-device__chart", "aria-hidden": "true" }, chart,
         h("figcaption", { class: "pd-keys", text: text("device.chart_legend") })),
       table,
-      h("ul", { class: "pd-device__labels" }, ...labels(result, build, text, format).map((line) => h("li", { text: line }))),
+      h("ul", { class: "pd-device__labels" }, ...labels(result, build, text, format, data.live).map((line) => h("li", { text: line }))),
       h("div", { class: "pd-fields" }, copyButton, copied),
       copyBox,
     ];
@@ -294,6 +302,11 @@ export async function mount(demo, data) {
       keepWatch();
       if (message.type === "progress") {
         bar.value = Math.round(100 * message.fraction);
+        if (message.stage === "weights") {
+          setText(status, text("live.stage_download", { loaded: format.number(message.loaded / 1e6, 0),
+            total: format.number(message.total / 1e6, 0) }));
+          return;
+        }
         setText(status, text(`device.stage_${message.stage}`, { layers: message.layers ?? "", tokens: message.tokens ?? data.workload.prompt_tokens,
           repeat: message.repeat ?? "", repeats: message.repeats ?? "" }));
       } else if (message.type === "result") {
@@ -313,7 +326,7 @@ export async function mount(demo, data) {
     });
     // Only what the worker needs: shapes, costs, plan; nothing about the reader is read or sent.
     worker.postMessage({ type: "measure", mode, backend: wantedBackend,
-      demo: { model: data.model, costs: data.costs, plan: data.plan, workload: data.workload },
+      demo: { model: data.model, costs: data.costs, plan: data.plan, workload: data.workload, live: data.live },
       deviceMemory: navigator.deviceMemory, workers: wantedWorkers });
   });
 

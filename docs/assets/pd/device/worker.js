@@ -205,6 +205,23 @@ async function measure({ demo, mode: modeName, backend, deviceMemory, workers: w
   const largest = largestPrefillProduct(shapes, workload.prompt_tokens);
   let peaks = await ceilings(ops, plan, mode, budget, lowMemory, fixedMs, largest);
 
+  if (demo.live && ops.name === "wasm" && !mode.prompt_tokens) {
+    // The published model's real weights, in their own formats, on one worker (its decode steps would wait for a
+    // message round trip a layer if split): every layer and the whole LM head are measured.
+    const run = await realWeights(demo, mode, workload);
+    const result = deviceResult({
+      demo: { ...demo, workload, costs: demo.live.costs }, backend: ops.name, variant: ops.variant || null,
+      workers: ops.workers, adapter: null, software: false, notes, mode: modeName, peaks, fixedMs,
+      ceilingRuns: plan.ceiling_repeats, computeRuns: peaks.compute.runs, layers: shapes.n_layers,
+      vocabRows: shapes.vocab_size, prefills: run.prefills, decodes: run.decodes,
+      check: { passed: check.passed, max_rel_diff: check.max_rel_diff }, memoryBytes: run.memoryBytes,
+      elapsedS: (performance.now() - started) / 1000,
+    });
+    ops.destroy();
+    return { ...result, precision: formatsLabel(demo.live.formats), weights: "real", phase_workers: 1,
+      model_from_cache: run.fromCache };
+  }
+
   // As many layers as fit the memory budget and the mode's time budget (at least one).
   const prompt = workload.prompt_tokens;
   const sizes = { vocabRows: Math.min(plan.head_rows, shapes.vocab_size), maxTokens: prompt + mode.decode_steps + 1,
@@ -267,6 +284,52 @@ async function measure({ demo, mode: modeName, backend, deviceMemory, workers: w
   }
   ops.destroy();
   return result;
+}
+
+/** "Q4_1 + Q8_0 + F32": the formats the model's bytes are held in, most bytes first. */
+function formatsLabel(formats) {
+  return Object.entries(formats).sort((a, b) => b[1] - a[1]).map(([name]) => name.toUpperCase()).join(" + ");
+}
+
+/**
+ * Prefill of a prompt of seeded token ids (`repeats` times, the cache emptied between) and decode steps after it,
+ * on the published model (Cache Storage first, as the conversation demo keeps it).
+ */
+async function realWeights(demo, mode, workload) {
+  const kernels = await loadKernels();
+  const { loadWeights } = await load("./live-model.js");
+  const { checkedFile, openStore } = await load("./live-store.js");
+  const base = new URL("../model/", import.meta.url);
+  const store = await openStore();
+  progress("weights", 0.2, { loaded: 0, total: demo.live.download_bytes });
+  const name = demo.live.manifest;
+  const digest = name.replace(/^manifest-/, "").replace(/\.json$/, "");
+  const manifest = JSON.parse(new TextDecoder().decode((await checkedFile(store, new URL(name, base), digest, 0)).buffer));
+  let done = 0;
+  const { model, fromCache } = await loadWeights(kernels.module, manifest, base, store, (n) => {
+    done += n;
+    progress("weights", 0.2 + 0.1 * done / manifest.file_bytes, { loaded: done, total: manifest.file_bytes });
+  });
+  const prompt = workload.prompt_tokens;
+  const repeats = Math.max(3, mode.repeats);
+  model.prepare(prompt + mode.decode_steps + 1, prompt);
+  const tokens = seededTokens(prompt + mode.decode_steps, manifest.config.vocab_size, workload.weight_seed + 1);
+  const prefills = [];
+  for (let r = 0; r < repeats; r += 1) {
+    progress("prefill", 0.3 + 0.5 * r / repeats, { layers: manifest.config.n_layers, repeat: r + 1, repeats, tokens: prompt });
+    model.length = 0;
+    const start = performance.now();
+    model.forward(tokens.slice(0, prompt));
+    prefills.push({ layersMs: performance.now() - start, headMs: 0 });
+  }
+  const decodes = [];
+  for (let s = 0; s < mode.decode_steps; s += 1) {
+    const start = performance.now();
+    model.forward([tokens[prompt + s]]);
+    decodes.push({ layersMs: performance.now() - start, headMs: 0 });
+    progress("decode", 0.8 + 0.2 * (s + 1) / mode.decode_steps, { layers: manifest.config.n_layers });
+  }
+  return { prefills, decodes, memoryBytes: model.mem.bytes, fromCache };
 }
 
 function failure(error) {

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from hooks.authoring import AuthoringMistake
-from hooks.claims.conditions import Condition, ConditionError, evaluate, parse_condition
+from hooks.language.conditions import Condition, ConditionError, evaluate, parse_condition
 
 VOCABULARY_FILE = "vocabulary.yml"
 # The name under which a predicate's true_when reads the vocabulary's `noise:` (the measurement noise, one
@@ -107,6 +107,14 @@ class Vocabulary:
                                  words.get(negation) if negation else None))
         return found
 
+    def word_list(self, lang: str) -> str:
+        """Each qualitative word of `lang` (the first of its forms) and what it means, threshold written out, as a
+        Markdown list: what
+        About the numbers prints where it says `<!-- pd:vocabulary -->`, so the page and the checks never differ."""
+        items = [f"- **{p.words[lang][0]}**: {p.means[lang]}"
+                 for p in self.predicates.values() if p.words.get(lang) and p.means.get(lang)]
+        return "\n".join(items)
+
     def negations_of(self, lang: str) -> tuple[str, ...]:
         return tuple(n.lower() for n in self.negations.get(lang, ()))
 
@@ -148,7 +156,7 @@ def _shown(path: Path) -> str:
 def _load(path: Path, shown: str, mtime: int) -> Vocabulary:  # keyed by mtime: `mkdocs serve` sees an edit
     if not path.exists():
         raise AuthoringMistake(shown, None, "the vocabulary file is missing: claims' qualitative words are "
-                                            "defined there (see hooks/claims/vocabulary.py)")
+                                            "defined there (see hooks/language/vocabulary.py)")
     text = path.read_text(encoding="utf-8")
     try:
         root = yaml.compose(text)

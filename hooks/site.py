@@ -23,13 +23,13 @@ from mkdocs.utils import get_relative_url
 
 from hooks import authoring, claims
 from hooks.authoring import AuthoringMistake
-from hooks.demos import assets, blocks, contract, inline_figures, render, wasm
+from hooks.demos import assets, blocks, contract, inline_figures, model_chunks, render, wasm
 from hooks.demos.blocks import DemoBlock, Limits
 from hooks.demos.builders import BUILDERS
 from hooks.demos.builders.common import measured_source
 from hooks.demos.cache import CACHE_DIR, ResultCache, source_hash
 from hooks.demos.figure_resolver import FigureResolver
-from hooks.demos.measurements import Measurements, batch_sizes_for, sweep_settings
+from hooks.demos.measurements import Measurements, MeasurementsDisturbed
 from hooks.demos.simulator import NumpySimulator, model_spec, simulations_dir
 from hooks.demos.strings import Strings, load_strings, readable_strings, shown_path
 from hooks.markdown_blocks import Fence, demo_fences
@@ -50,10 +50,8 @@ def _code_hash(package_dir: Path) -> str:
 
 
 def default_measurements(project_dir: Path) -> Measurements:
-    """Measurements for the model named by PD_MODEL and the sweep size named by PD_SWEEP."""
-    spec = model_spec()
-    return Measurements(_simulator(spec), ResultCache(project_dir / CACHE_DIR), _code_hash(simulations_dir()),
-                        sweep_settings(), batch_sizes_for(spec))
+    """Measurements for the model named by PD_MODEL and the plan named by PD_SWEEP."""
+    return Measurements(_simulator(model_spec()), ResultCache(project_dir / CACHE_DIR), _code_hash(simulations_dir()))
 
 
 @dataclass
@@ -101,12 +99,20 @@ class DemoSite:
         sources = [(file, file.content_string) for file in files.documentation_pages()]
         pages = [PageDemos(self.shown_path(file), file.url, source, demo_fences(source)) for file, source in sources]
         new_files = [assets.plotly_file(config, self.project_dir), *wasm.kernel_files(config)]
+        if any(fence for page in pages for fence in page.fences):  # the live model, when a page has a demo
+            new_files += model_chunks.live_files(config, self.measurements.simulator.model, self.project_dir)
         # Every block is checked before any is simulated: a build stops at a mistake at once.
         checked = [[self._check(page, index, fence) for index, fence in enumerate(page.fences)] for page in pages]
         for page, page_checked in zip(pages, checked, strict=True):
             page.places = [self._place(page, block, config) for block in page_checked]
             new_files += [place.file for place in page.places if place.file]
         self.pages = {page.src_path: page for page in pages}
+        if any(page.fences for page in pages):  # a site with demos publishes what they measured
+            try:
+                new_files += assets.ledger_files(config, self.measurements.ledger())
+            except MeasurementsDisturbed:
+                if not authoring.show_in_page:
+                    raise  # every demo's place shows it under `mkdocs serve`
         return new_files
 
     def _load_strings(self, docs_dir: Path, default_lang: str) -> tuple[Strings, str | None]:
@@ -151,6 +157,10 @@ class DemoSite:
                 "trace_url": get_relative_url(file.url, page.url), "demo_id": f"pd-demo-{block.kind}-{block.index + 1}"})
         except AuthoringMistake as error:  # e.g. a label the demo needs and no strings file has
             return DemoPlace(authoring.report(error))
+        except MeasurementsDisturbed as error:
+            if not authoring.show_in_page:
+                raise
+            return DemoPlace(authoring.report(AuthoringMistake(block.src_path, block.line, str(error))))
         page.readouts.setdefault(block.kind, readouts)
         return DemoPlace("\n".join(filter(None, [self.strings_mistake, markup])), file)
 
@@ -160,7 +170,8 @@ class DemoSite:
         m = self.measurements
         parts = {"what": "demo", "kind": block.kind, "options": block.options, "lang": self.lang,
                  "strings": self.strings.values, "simulation_code": m.code_hash, "model": m.simulator.fingerprint,
-                 "sweep": m.settings.name, "demo_code": _code_hash(Path(__file__).resolve().parent)}
+                 "plan": m.plan.name, "demo_code": _code_hash(Path(__file__).resolve().parent / "demos"),
+                 "live_model": model_chunks.cache_key()}
 
         def build() -> dict[str, Any]:
             with m.cache.recording() as used:

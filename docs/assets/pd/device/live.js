@@ -1,0 +1,147 @@
+// The page's side of the live model, loaded by demos/conversation.js at the reader's press: the manifest
+// (from Cache Storage or fetched, checked against the digest in its name), the tokenizer and chat template
+// (@huggingface/tokenizers and @huggingface/jinja, pinned in .ci/package-lock.json and published with the
+// site), and the worker that holds the weights (live-worker.js). Text is assembled from the tokens' bytes
+// with a streaming UTF-8 decoder, so a character split across tokens never shows broken.
+import { DeviceError } from "./wasm.js";
+import { checkedFile, openStore } from "./live-store.js";
+
+const WORKER_URL = new URL("./live-worker.js", import.meta.url);
+const MODEL_BASE = new URL("../model/", import.meta.url);
+const TOKENIZERS_URL = new URL("../../vendor/tokenizers.mjs", import.meta.url);
+const JINJA_URL = new URL("../../vendor/jinja.mjs", import.meta.url);
+
+/** GPT-2's byte-level alphabet inverted: the character a byte-level BPE token uses -> that byte. */
+function byteOfChar() {
+  const printable = [];
+  for (let b = 0x21; b <= 0x7e; b += 1) printable.push(b);
+  for (let b = 0xa1; b <= 0xac; b += 1) printable.push(b);
+  for (let b = 0xae; b <= 0xff; b += 1) printable.push(b);
+  const map = new Map(printable.map((b) => [String.fromCodePoint(b), b]));
+  let next = 256;
+  for (let b = 0; b < 256; b += 1) if (!printable.includes(b)) map.set(String.fromCodePoint(next++), b);
+  return map;
+}
+
+async function importLibrary(url) {
+  try {
+    return await import(url.href);
+  } catch (error) {
+    throw new DeviceError("load", `${url.pathname}: ${error?.message || error}`);
+  }
+}
+
+export class LiveSession {
+  /** descriptor: the demo JSON's `live`; refuseStorage: the tests' way to play a browser that refuses storage. */
+  constructor(descriptor, { refuseStorage = false } = {}) {
+    this.descriptor = descriptor;
+    this.refuseStorage = refuseStorage;
+    this.worker = null;
+    this.ready = null;
+  }
+
+  /** Manifest, tokenizer and worker with the weights in place. onProgress({stage, loaded, total}). */
+  async open(onProgress) {
+    if (this.ready) return this.ready;
+    onProgress({ stage: "manifest" });
+    const name = this.descriptor.manifest;
+    const digest = name.replace(/^manifest-/, "").replace(/\.json$/, "");
+    const store = await openStore(this.refuseStorage);
+    const { buffer } = await checkedFile(store, new URL(name, MODEL_BASE), digest, 0);
+    const manifest = JSON.parse(new TextDecoder().decode(buffer));
+    const { tokenizer: _dropped, ...forWorker } = manifest;
+    let worker;
+    try {
+      worker = new Worker(WORKER_URL, { type: "module", name: "pd-live" });
+    } catch (error) {
+      throw new DeviceError("load", String(error?.message || error));
+    }
+    this.worker = worker;
+    this.ready = new Promise((resolve, reject) => {
+      this.handlers = { reject };
+      worker.onmessage = ({ data }) => this.handlers.message?.(data);
+      worker.onerror = (event) => {
+        event.preventDefault();
+        this.handlers.reject(new DeviceError("worker", event.message || WORKER_URL.pathname));
+      };
+      this.handlers.message = (data) => {
+        if (data.type === "progress") onProgress({ stage: "download", loaded: data.loaded, total: data.total });
+        else if (data.type === "ready") resolve(data);
+        else if (data.type === "error") reject(new DeviceError(data.kind, data.message));
+      };
+    });
+    this.ready.catch(() => {}); // awaited below, after the tokenizer: a failure meanwhile is not "unhandled"
+    worker.postMessage({ type: "load", manifest: forWorker, modelBase: MODEL_BASE.href, refuseStorage: this.refuseStorage });
+    try {
+      // The tokenizer is built here while the worker reads the weights.
+      const [{ Tokenizer }, { Template }] = await Promise.all([importLibrary(TOKENIZERS_URL), importLibrary(JINJA_URL)]);
+      const spec = manifest.tokenizer;
+      this.tokenizer = new Tokenizer(spec.json, { clean_up_tokenization_spaces: false });
+      this.template = new Template(spec.chat_template);
+      this.vocab = this.tokenizer.model.vocab;
+      this.special = new Set(spec.special_ids);
+      this.stopIds = spec.stop_ids;
+      this.bytes = byteOfChar();
+      this.manifest = manifest;
+      return await this.ready;
+    } catch (error) {
+      this.close();
+      throw error;
+    }
+  }
+
+  /** The prompt as the model reads it: the chat template around the reader's message (or the message alone). */
+  render(message, chat) {
+    return chat ? this.template.render({ messages: [{ role: "user", content: message }], add_generation_prompt: true,
+      bos_token: "", eos_token: "" }) : message;
+  }
+
+  encode(text) {
+    return this.tokenizer.encode(text, { add_special_tokens: false }).ids;
+  }
+
+  /** A token's bytes: a special token's own text, else its byte-level characters mapped back to bytes. */
+  tokenBytes(id) {
+    const piece = this.vocab[id] ?? "";
+    if (this.special.has(id)) return new TextEncoder().encode(piece);
+    return Uint8Array.from([...piece].map((c) => this.bytes.get(c) ?? 0x3f));
+  }
+
+  /** The prompt's tokens as chips show them: each token's characters (whole ones), partial where it splits one. */
+  pieces(ids) {
+    const decoder = new TextDecoder("utf-8");
+    return ids.map((id) => {
+      const bytes = this.tokenBytes(id);
+      const text = decoder.decode(bytes, { stream: true });
+      return { id, text: text || "\u00a0", partial: text === "" || /\ufffd/.test(text),
+        bytes: Array.from(bytes, (b) => b.toString(16).toUpperCase().padStart(2, "0")).join(" ") };
+    });
+  }
+
+  /**
+   * Prefill `ids` in one pass, then decode until a stop token or `maxNew` tokens. on: {prefill, token, done}.
+   * Resolves when the worker says it is done; `stop()` ends it after the current step.
+   */
+  generate(ids, maxNew, on) {
+    return new Promise((resolve, reject) => {
+      this.handlers.reject = reject;
+      this.handlers.message = (data) => {
+        if (data.type === "prefill") on.prefill(data);
+        else if (data.type === "token") on.token(data);
+        else if (data.type === "done") resolve(data.reason);
+        else if (data.type === "error") reject(new DeviceError(data.kind, data.message));
+      };
+      this.worker.postMessage({ type: "generate", ids, maxNew, stopIds: this.stopIds });
+    });
+  }
+
+  stop() {
+    this.worker?.postMessage({ type: "stop" });
+  }
+
+  close() {
+    this.worker?.terminate();
+    this.worker = null;
+    this.ready = null;
+  }
+}
