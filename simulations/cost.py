@@ -3,7 +3,7 @@
 Stated once, in the spirit of nanoGPT's `estimate_mfu`, for every count in the project: the trace's
 steps, the roofline, the prefill chart's split into linear and attention work, and (at fp16 or
 quantised widths) the projections onto other hardware. The formulas, and what they leave out, are in
-simulations/README.md ("What is counted"); tests/simulations/test_core_cost.py runs real passes with a
+simulations/README.md ("What is counted"); tests/simulations/test_cost.py runs real passes with a
 counting observer and checks that the shapes the model multiplies give exactly these numbers.
 """
 

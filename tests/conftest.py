@@ -34,7 +34,7 @@ from simulations import kernels
 # workers, Chromium and the builds keep both cores busy, and a parallel kernel then waits for its other thread
 # to get a time slice: a 32-token generation that takes 1.7 s took 15 s, burning the CPU the rest needed (with
 # two busy loops beside it, measured interleaved). The kernels' split over threads is tested on its own, on two
-# (tests/simulations/test_core_kernels.py). Set before anything imports numba; the measurements .ci/run makes
+# (tests/simulations/test_kernels.py). Set before anything imports numba; the measurements .ci/run makes
 # before the tests (the shared site's timings) use every core.
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 kernels.configure()  # the runtime set-up, once, after NUMBA_NUM_THREADS (simulations.kernels)

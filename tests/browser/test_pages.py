@@ -12,7 +12,7 @@ pytestmark = pytest.mark.browser
 @pytest.mark.parametrize("path", PAGES)
 def test_page_loads_cleanly_and_is_screenshotted(tour, path):
     """Its every demo drawn and played, in the light palette: one title, no errors, nothing blocked or
-    missing, nothing from another host (the dark palette and a host without headers: test_quality_headers)."""
+    missing, nothing from another host (the dark palette and a host without headers: test_headers)."""
     record = tour(path, "desktop-light")
     assert record.h1_count == 1
     assert record.problems() == {}

@@ -1,5 +1,5 @@
 """One tour per page and view: visit a built page once, do what a reader does there, and record everything
-the page-wide tests check (tests/browser/test_pages.py, test_quality_*.py, test_narrow_screens.py).
+the page-wide tests check (tests/browser/test_pages.py, test_a11y.py, test_headers.py, test_offline.py, test_narrow_screens.py).
 
 A view is one way of meeting the page: a screen width, a palette, a host with or without the `_headers` file,
 JavaScript on or off. The `tour` fixture (tests/browser/conftest.py) takes each (page, view) tour at most once

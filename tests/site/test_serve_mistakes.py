@@ -160,7 +160,7 @@ def test_serve_strict_still_stops_on_a_mistake(tmp_path: Path) -> None:
 
 @pytest.mark.browser
 def test_the_box_is_accessible_in_both_palettes(served, chapter, browser) -> None:
-    from tests.browser.test_quality_a11y import AXE, BLOCKING_IMPACTS
+    from tests.browser.test_a11y import AXE, BLOCKING_IMPACTS
 
     if not AXE.exists():
         pytest.skip(f"axe-core not installed at {AXE}: run `cd .ci && npm ci` (CI does)")

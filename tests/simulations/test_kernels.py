@@ -17,7 +17,7 @@ from simulations.loader import load_model
 from simulations.model import KVCache, decode_attention, decode_batch, prefill
 
 REPO = Path(__file__).resolve().parents[2]
-FORMATS_TESTS = str(Path(__file__).with_name("test_core_formats.py"))
+FORMATS_TESTS = str(Path(__file__).with_name("test_formats.py"))
 
 RELATIVE = 2e-5  # float32: the kernels sum in another order (vectorised, in parts) than BLAS
 

@@ -19,7 +19,7 @@ import yaml
 from tests.browser.static_server import StaticServer
 from tests.browser.tour import Network, Tour, draw_every_demo
 from tests.conftest import build_site
-from tests.site.test_quality_builds import make_project
+from tests.site.test_special_builds import make_project
 
 TEMPLATE_SYNTAX = "Say {{ machine.cpu }} and stop. {% claim ttft %}"  # must reach the page as typed
 PROMPT = f"</script><img src=x onerror=window.__pdPwned=1> {TEMPLATE_SYNTAX} quantum?"
