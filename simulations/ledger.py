@@ -112,21 +112,19 @@ def plan_for(name: str, tiny: bool = False) -> Plan:
 
 @dataclass
 class Series:
-    """One quantity's repeats. `best`: a ceiling-like figure, the fastest run counts (not the median)."""
+    """One quantity's repeats: its figure is their median."""
 
     key: str
     unit: str
     about: dict[str, Any]
     samples: list[float] = field(default_factory=list)
-    best: bool = False
     measured: int = 0  # how many times the series was measured (1, or more after a disturbance)
 
     def entry(self) -> dict[str, Any]:
         s = summarize(self.samples)
-        value = s.low if self.best else s.median
         return {"quantity": self.about.get("quantity", self.key.split("/")[0]), "unit": self.unit,
-                **self.about, "value": value, "median": s.median, "spread": s.spread, "low": s.low,
-                "high": s.high, "repeats": s.repeats, "statistic": "best" if self.best else "median",
+                **self.about, "value": s.median, "median": s.median, "spread": s.spread, "low": s.low,
+                "high": s.high, "repeats": s.repeats, "statistic": "median",
                 "samples": self.samples, "measured": self.measured}
 
 
@@ -182,7 +180,7 @@ class Ledger:
         """Series whose spread exceeds the noise margin (the timer's granularity allowed for)."""
         out = []
         for s in self.series.values():
-            if s.best or len(s.samples) < 2:
+            if len(s.samples) < 2:
                 continue
             summary = summarize(s.samples)
             if summary.spread * summary.median > self.plan.noise * summary.median + self.plan.noise_floor_ms:
