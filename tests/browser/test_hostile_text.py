@@ -104,7 +104,7 @@ def test_hostile_text_in_demo_json_is_carried_as_typed(hostile_site: Path) -> No
 
 @pytest.mark.browser
 @pytest.mark.parametrize("chapter", ["two-phases/", "prefill/", "decode/", "ttft-tps/", "bottleneck/", "batching/", "weight-formats/",
-                                     "summary/", "projections/", "about-numbers/"])
+                                     "summary/", "projections/"])
 def test_hostile_text_runs_nothing_and_shows_literally_in_the_browser(browser, hostile_url: str,
                                                                       chapter: str) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
