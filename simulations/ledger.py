@@ -6,7 +6,9 @@ several rounds. Every round runs every series once, one after another (interleav
 shared machine falls on the things being compared alike; a series under FAST_MS (a second) gets more rounds
 than a slow one. A series' figure is the median of its rounds, published with its spread (`timing.summarize`).
 
-Nothing disturbed is published. A series whose spread exceeds the noise margin is measured again, a bounded
+Nothing disturbed is published. A machine already busy when the rounds would start (a run of consecutive decode
+steps spread twice the noise margin) stops at once, before minutes of rounds that could only be refused. A
+series whose spread exceeds the noise margin is measured again, a bounded
 number of times; the physics the article states is checked on the result, each invariant by name (the cached
 step no slower than recomputing, decode and TTFT rising with the context, a mixed step no slower than its
 two passes, nothing above a ceiling); what still fails raises `DisturbedMeasurement`, naming the series, its
@@ -80,6 +82,7 @@ class Plan:
     noise: float = 0.10  # the vocabulary's noise margin: the largest spread published
     noise_floor_ms: float = 0.25  # timer and scheduler granularity, added to every tolerance
     remeasures: int = 2
+    probe_steps: int = 12  # consecutive decode steps timed before the rounds: a busy machine spreads them
     stop_when_disturbed: bool = True  # False: record the disturbance in the ledger and go on (drafts, tests)
 
     @property
@@ -154,6 +157,10 @@ class Ledger:
         self.series.update(made)
         self.groups[name] = Group(name, run, made)
 
+    def probe_times(self, times: list[float]) -> list[float]:
+        """The busy-machine probe's step times (a test's subclass disturbs them here)."""
+        return times
+
     def _run(self, group: Group) -> None:
         for key, value in group.run().items():
             group.series[key].samples.append(value)
@@ -219,6 +226,18 @@ class Ledger:
                 f"{self.plan.remeasures} times did not help:\n  " + "\n  ".join(lines) +
                 "\nNothing was published. The machine was busy (another process on its cores?): build again when "
                 "it is quiet, or build a draft with PD_SWEEP=quick, which records the disturbance instead.")
+
+
+def busy_machine(steps_ms: list[float], plan: Plan, what: str) -> str | None:
+    """Why the machine is too busy to measure, from consecutive timings of one piece of work (None: it is not).
+    Consecutive steps of a quiet machine are alike; a neighbour on a core makes every parallel region wait for
+    the thread it displaced, and the steps spread several-fold. The margin is twice the noise margin, so only a
+    machine whose rounds could not pass the noise check is stopped here."""
+    s = summarize(steps_ms)
+    if s.spread * s.median <= 2 * plan.noise * s.median + plan.noise_floor_ms:
+        return None
+    return (f"{what}: spread {s.spread:.0%} over {s.repeats} consecutive runs ({s.low:.1f}–{s.high:.1f} ms, "
+            f"median {s.median:.1f} ms), above twice the noise margin of {plan.noise:.0%}")
 
 
 # --- the ceilings ------------------------------------------------------------------------------------
@@ -306,6 +325,23 @@ def _add_decode_and_prefill(ledger: Ledger, m: LoadedModel, fmt: str, prefill_le
         ledger.add(step, _renamed(run, step=step, attention=attention),
                    **{step: ("ms", {"weights": fmt, "quantity": "decode_step", "context": context}),
                       attention: ("ms", {"weights": fmt, "quantity": "decode_attention", "context": context})})
+
+
+def _probe(ledger: Ledger, m: LoadedModel, plan: Plan) -> str | None:
+    """`busy_machine` on `plan.probe_steps` consecutive F32 decode steps at the shortest context (no probe: 0)."""
+    if plan.probe_steps <= 0:
+        return None
+    context = min(plan.f32_lengths)
+    cache = KVCache.empty(m.config, context + 1)
+    prefill(m.weights, m.config, prompt_of_length(m, context), cache)
+    token = int(prompt_of_length(m, context + 1)[-1])
+
+    def step() -> None:
+        cache.length = context
+        decode_step(m.weights, m.config, token, cache)
+    step()
+    times = ledger.probe_times([time_ms(step) for _ in range(plan.probe_steps)])
+    return busy_machine(times, plan, f"{plan.probe_steps} decode steps at {context} tokens, one after another")
 
 
 def _renamed(run: Callable[[], dict[str, float]], **names: str) -> Callable[[], dict[str, float]]:
@@ -495,6 +531,14 @@ def measure(model: LoadedModel, plan: Plan = PLANS["site"], progress: Progress =
                      key=lambda n: int(n.rsplit("/", 1)[1])) for kind in ("ttft", "decode")}
     for name in sorted(warm):  # untimed
         ledger.groups[name].run()
+    probe = _probe(ledger, model, plan)
+    if probe and plan.stop_when_disturbed:
+        raise DisturbedMeasurement(
+            f"the machine is busy: {probe}. Nothing was measured or published. Another process is using the "
+            "cores: build again when it is quiet, or build a draft with PD_SWEEP=quick, which records the "
+            "disturbance instead.")
+    if probe:
+        ledger.disturbed.append(probe)
     ledger.measure()
     ceiling_runs.append(measure_ceilings(model, plan))
 

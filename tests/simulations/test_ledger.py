@@ -99,6 +99,29 @@ def test_a_series_that_stays_disturbed_stops_the_build_naming_it(model):
     assert "measuring them again 2 times" in message and "build again when it is quiet" in message
 
 
+def test_a_machine_busy_before_the_rounds_stops_the_build_before_measuring(model):
+    timed: list[str] = []
+
+    class Busy(Ledger):
+        def probe_times(self, times: list[float]) -> list[float]:  # every other step displaced by a neighbour
+            return [t + (300.0 if i % 2 else 0.0) for i, t in enumerate(times)]
+
+        def _run(self, group) -> None:
+            timed.append(group.name)
+            super()._run(group)
+
+    with pytest.raises(DisturbedMeasurement) as stopped:
+        ledger.measure(model, PLAN, ledger_class=Busy)
+    message = str(stopped.value)
+    assert message.startswith("the machine is busy: 12 decode steps at 16 tokens, one after another: spread")
+    assert "Nothing was measured or published" in message and "build again when it is quiet" in message
+    assert timed == []  # stopped before the first round
+
+
+def test_a_quiet_probe_lets_the_rounds_run(measured):
+    assert not any("the machine is busy" in line or "one after another" in line for line in measured["disturbed"])
+
+
 def test_a_broken_invariant_is_measured_again_then_stops_the_build(model):
     # the cached step made far slower than recomputing, steadily (no spread): physics broken each time
     class Impossible(Ledger):
