@@ -75,11 +75,11 @@ def stream_bytes() -> int:
     return max(STREAM_BYTES, 8 * (last_level_cache_bytes() or 0))
 
 
-def read_gbps(repeats: int) -> float:
-    """Best read bandwidth (GB/s): every core reads its share of a `stream_bytes()` float32 buffer once
-    (`kernels.read_everything`). The buffer is written first, so its pages are real memory, not the shared
-    zero page."""
-    buffer = np.ones(stream_bytes() // 4, dtype=np.float32)
+def read_gbps(repeats: int, nbytes: int | None = None) -> float:
+    """Best read bandwidth (GB/s): every core reads its share of a float32 buffer of `nbytes` (default
+    `stream_bytes()`) once (`kernels.read_everything`). The buffer is written first, so its pages are real
+    memory, not the shared zero page."""
+    buffer = np.ones((nbytes or stream_bytes()) // 4, dtype=np.float32)
     seconds = best_seconds(lambda: kernels.read_everything(buffer), repeats)
     return buffer.nbytes / seconds / 1e9
 

@@ -29,6 +29,7 @@ def peaks(ledger: dict[str, Any]) -> dict[str, Any]:
     c = ledger["ceilings"]
     return {"peak_gflops": c["gemm_gflops"]["value"], "peak_gbps": c["read_gbps"]["value"],
             "repeats": len(c["read_gbps"]["samples"]), "stream_bytes": c["stream_bytes"],
+            "weights_stream_bytes": c["weights_stream_bytes"],
             "last_level_cache_bytes": c["last_level_cache_bytes"]}
 
 

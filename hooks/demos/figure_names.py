@@ -15,7 +15,7 @@ _NAME = re.compile(r"^\s*(?P<name>[a-z_][a-z0-9_.]*)(?:@(?P<arg>[^\s{}]+))?\s*$"
 PID = "MODEL/DEVICE/DTYPE"
 GLOBAL_NAMES: dict[str, str] = {
     "machine.cpu": "", "machine.vector": "", "machine.virtual_cores": "", "machine.cores": "", "machine.date": "", "machine.peak_gflops": "",
-    "machine.peak_gbps": "", "machine.stream_mb": "", "machine.cache_mb": "", "machine.ridge": "",
+    "machine.peak_gbps": "", "machine.stream_mb": "", "machine.weights_stream_mb": "", "machine.cache_mb": "", "machine.ridge": "",
     "machine.prefill_crossover_tokens": "",
     "machine.prefill_crossover_formula": "",
     "model.name": "", "model.params": "", "model.layers": "", "model.weight_mb": "",

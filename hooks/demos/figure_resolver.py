@@ -87,9 +87,10 @@ class FigureResolver:
         if key in ("peak_gflops", "peak_gbps"):
             return replace(self._unit(peaks[key], "GFLOP/s" if key == "peak_gflops" else "GB/s"),
                            entry=f"ceiling/{'gemm_gflops' if key == 'peak_gflops' else 'read_gbps'}")
-        if key in ("stream_mb", "cache_mb"):  # the bandwidth's buffer; the last-level cache (0: not reported)
-            return self._number(peaks.get("stream_bytes" if key == "stream_mb" else "last_level_cache_bytes") or 0,
-                                fmt.megabytes)
+        buffers = {"stream_mb": "stream_bytes", "weights_stream_mb": "weights_stream_bytes",
+                   "cache_mb": "last_level_cache_bytes"}
+        if key in buffers:  # the bandwidth's buffers (far beyond the cache; the weights' size); the cache (0: none)
+            return self._number(peaks.get(buffers[key]) or 0, fmt.megabytes)
         ridge = peaks["peak_gflops"] / peaks["peak_gbps"]  # FLOP/byte where the two ceilings meet
         if key == "ridge":
             return self._unit(ridge, "FLOP/byte")

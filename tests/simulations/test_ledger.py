@@ -148,3 +148,14 @@ def test_the_ledger_follows_its_published_schema(measured):
 
     schema = json.loads((Path(ledger.__file__).with_name("ledger.schema.json")).read_text(encoding="utf-8"))
     Draft202012Validator(schema).validate(json.loads(json.dumps(measured, default=str)))
+
+
+def test_the_read_ceiling_includes_a_buffer_the_size_of_the_weights_a_decode_step_streams(model, monkeypatch):
+    read: list[int | None] = []
+    monkeypatch.setattr(ledger, "read_gbps", lambda repeats, nbytes=None: read.append(nbytes) or 10.0)
+    monkeypatch.setattr(ledger, "gemm_gflops", lambda repeats: 1.0)
+    out = ledger.measure_ceilings(model, replace(PLAN, stream_buffers=2))
+    assert read == [None, None, ledger.weights_stream_bytes(model)]  # two far beyond the cache, then the weights'
+    assert len(out["read_gbps"]) == 3
+    from simulations import cost
+    assert ledger.weights_stream_bytes(model) == cost.decode_cost(model.config.shape, 0).bytes
