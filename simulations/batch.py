@@ -40,6 +40,7 @@ from .cost import (
 )
 from .loader import LoadedModel
 from .model import KVCache, decode_batch, mixed_step, prefill
+from .plans import PLANS
 from .projections import KNEE_CONTEXTS, projected_knees
 from .prompts import user_prompt
 from .roofline import measure_peaks, median_seconds
@@ -182,11 +183,11 @@ def _rounded(value: Any) -> Any:
 def measure(
     model: LoadedModel,
     *,
-    batch_sizes: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
-    context_tokens: int = 512,
-    chunk_sizes: Sequence[int] = (0, 64, 128, 256, 512),
-    two_users_prompt_tokens: int = 2048,
-    two_users_chunk_tokens: int = 256,
+    batch_sizes: Sequence[int] = PLANS["site"].batch_sizes,
+    context_tokens: int = PLANS["site"].batch_context,
+    chunk_sizes: Sequence[int] = PLANS["site"].chunk_sizes,
+    two_users_prompt_tokens: int = PLANS["site"].two_users_prompt_tokens,
+    two_users_chunk_tokens: int = PLANS["site"].two_users_chunk_tokens,
     chunk_decode_rows: int = 1,
     repeats: int = 5,
     peaks: dict[str, Any] | None = None,

@@ -232,8 +232,9 @@ def show_formats(result: dict) -> str:
 
 
 def cmd_ledger(args, progress) -> dict:
-    from .ledger import measure, plan_for
+    from .ledger import measure
     from .loader import load_model
+    from .plans import plan_for
 
     model = load_model(args.model, progress)
     return measure(model, plan_for(getattr(args, "plan", "site"), tiny=model.name.startswith("tiny")), progress)

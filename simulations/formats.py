@@ -35,6 +35,7 @@ from .cost import decode_cost, prefill_cost
 from .errors import PromptError
 from .loader import LoadedModel, bytes_per_weight, model_summary, weights_nbytes
 from .model import KVCache, Weights, decode_step, linear, prefill
+from .plans import PLANS
 from .prompts import CHAPTER_PROMPT, prompt_of_length
 from .quantized import BYTES_PER_WEIGHT, QuantizedWeight, check_format, output_tiles
 from .roofline import best_ceilings, machine_record, measure_peaks, phase_point, ridge_intensity
@@ -156,8 +157,9 @@ def dequantize_ms(m: LoadedModel, repeats: int = 3) -> float:
 
 
 def measure(model: LoadedModel, formats: Sequence[str] | None = None,
-            prompt_lengths: Sequence[int] = (128, 512, 2048), context_tokens: int = 512, decode_steps: int = 16,
-            repeats: int = 3, accuracy_steps: int = 64, prompt: str = CHAPTER_PROMPT,
+            prompt_lengths: Sequence[int] = PLANS["site"].format_prompt_lengths,
+            context_tokens: int = PLANS["site"].format_context, decode_steps: int = 16, repeats: int = 3,
+            accuracy_steps: int = PLANS["site"].accuracy_steps, prompt: str = CHAPTER_PROMPT,
             peaks: dict[str, Any] | None = None, progress: Progress = None) -> dict[str, Any]:
     """Each format's TTFT, decode ms per token, place on the roofline and accuracy against F32 (module doc). Peaks
     given are used as they are (a build passes the roofline's, so that one page has one set of ceilings);

@@ -23,6 +23,7 @@ from .errors import PromptError
 from .generate import Step, generate
 from .loader import LoadedModel, model_summary
 from .machine import machine_info
+from .plans import PLANS
 from .prompts import PASSAGE, prompt_of_length  # noqa: F401  (PASSAGE: re-exported)
 
 Progress = Callable[[str, float | None], None] | None
@@ -100,8 +101,8 @@ def check_lengths(model: LoadedModel, lengths: Sequence[int], decode_steps: int,
         )
 
 
-def sweep(model: LoadedModel, prompt_lengths: Sequence[int] = (128, 512, 2048, 4096), decode_steps: int = 16,
-          repeats: int = 3, contexts: Sequence[int] = (64, 128, 256, 512, 1024),
+def sweep(model: LoadedModel, prompt_lengths: Sequence[int] = PLANS["site"].prompt_lengths, decode_steps: int = 16,
+          repeats: int = 3, contexts: Sequence[int] = PLANS["site"].contexts,
           progress: Progress = None) -> dict[str, Any]:
     """Prompt-length sweep (TTFT, decode ms/token, TPS) and cache-vs-recompute, measured on `model`."""
     check_lengths(model, prompt_lengths, decode_steps, "prompt lengths")

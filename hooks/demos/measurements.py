@@ -21,7 +21,8 @@ from hooks.demos.cache import ResultCache
 from hooks.demos.simulator import NumpySimulator, Progress
 from hooks.language.vocabulary import load_vocabulary
 from simulations import kernels
-from simulations.ledger import PLANS, DisturbedMeasurement, Plan, plan_for
+from simulations.ledger import DisturbedMeasurement
+from simulations.plans import PLANS, Plan, plan_for
 
 log = get_plugin_logger(__name__)
 
@@ -147,7 +148,7 @@ class Measurements:
             unmeasured = [n for n in asked if n not in measured]
             if unmeasured:
                 raise ValueError(f"{what}s {unmeasured} are not measured — allowed: any of "
-                                 f"{', '.join(map(str, measured))} (simulations.ledger.Plan)")
+                                 f"{', '.join(map(str, measured))} (simulations.plans.Plan)")
         return self._view("sweep", prompt_lengths=list(prompt_lengths), contexts=list(contexts))
 
     def roofline(self) -> dict[str, Any]:

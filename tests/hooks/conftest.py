@@ -11,7 +11,7 @@ from hooks.demos.cache import ResultCache
 from hooks.demos.measurements import Measurements
 from hooks.demos.simulator import NumpySimulator
 from hooks.demos.strings import Strings, load_strings
-from simulations.ledger import plan_for
+from simulations.plans import plan_for
 from tests.languages import DEFAULT_LANGUAGE, LANGUAGES
 
 QUICK = plan_for("quick")  # the published sizes: the fakes below are shaped like the real model's results

@@ -16,7 +16,7 @@ from hooks.demos.blocks import Limits, parse_blocks, validate
 from hooks.demos.builders import BUILDERS
 from hooks.demos.figure_resolver import FigureResolver
 from hooks.demos.render import render_demo
-from simulations.ledger import plan_for
+from simulations.plans import plan_for
 
 REPO = Path(__file__).resolve().parents[2]
 H100 = "llama-3.1-8b/h100-sxm/fp16"

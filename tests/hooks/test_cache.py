@@ -13,7 +13,7 @@ from hooks.demos.blocks import Limits, parse_blocks, validate
 from hooks.demos.builders import BUILDERS
 from hooks.demos.cache import ResultCache, cache_key, source_hash
 from hooks.demos.measurements import Measurements
-from simulations.ledger import plan_for
+from simulations.plans import plan_for
 
 
 def counting(result):

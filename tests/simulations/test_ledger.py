@@ -8,8 +8,9 @@ from dataclasses import replace
 import pytest
 
 from simulations import ledger, views
-from simulations.ledger import DisturbedMeasurement, Ledger, plan_for
+from simulations.ledger import DisturbedMeasurement, Ledger
 from simulations.loader import load_model
+from simulations.plans import plan_for
 from simulations.timing import summarize
 
 # The tiny model at a few lengths: every kind of series, in seconds. Its timings are a fraction of a millisecond,
