@@ -109,7 +109,7 @@ class DemoSite:
         self.pages = {page.src_path: page for page in pages}
         if any(page.fences for page in pages):  # a site with demos publishes what they measured
             try:
-                new_files += assets.ledger_files(config, self.measurements.ledger())
+                new_files += assets.ledger_files(config, self.measurements.published_ledger())
             except MeasurementsDisturbed:
                 if not authoring.show_in_page:
                     raise  # every demo's place shows it under `mkdocs serve`

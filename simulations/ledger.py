@@ -44,6 +44,7 @@ from .prompts import CHAPTER_PROMPT, prompt_of_length, user_prompt
 from .roofline import gemm_gflops, last_level_cache_bytes, read_gbps, stream_bytes
 from .serving import DISTINCT_PROMPTS, play_two_users, prefilled_caches, rewind
 from .timing import PhaseClock, summarize, time_ms
+from .trace import record
 
 SCHEMA = "prefill-decode-ledger/1"
 # A series under a second is timed in `fast_rounds` (at least 5: every figure under 50 ms must have 5, and a spread
@@ -184,6 +185,27 @@ def busy_machine(steps_ms: list[float], plan: Plan, what: str) -> str | None:
         return None
     return (f"{what}: spread {s.spread:.0%} over {s.repeats} consecutive runs ({s.low:.1f}–{s.high:.1f} ms, "
             f"median {s.median:.1f} ms), above twice the noise margin of {plan.noise:.0%}")
+
+
+def recording(model: LoadedModel, prompt: str, plan: Plan, progress: Progress = None, **options: Any) -> dict[str, Any]:
+    """`trace.record` of `prompt`, timed in `plan.fast_rounds` generations (its steps are under FAST_MS), its TTFT
+    and mean decode step settled as a series is: recorded again while wider than the noise margin, up to
+    `plan.remeasures` times; then it stops the build with a message naming them (a plan that does not stop
+    records the lines in the trace's `disturbed`)."""
+    for _ in range(plan.remeasures + 1):
+        trace = record(model, prompt, timed_runs=plan.fast_rounds, progress=progress, **options)
+        wide = {name: s for name, s in trace["timing"].items()
+                if name != "runs" and s["spread"] * s["median"] > plan.noise * s["median"] + plan.noise_floor_ms}
+        if not wide:
+            return trace
+    lines = [f"recording of {prompt[:40]!r}, {name}: spread {s['spread']:.0%} over {s['repeats']} runs (samples "
+             f"{', '.join(f'{v:.1f}' for v in s['samples'])} ms), above the noise margin of {plan.noise:.0%}"
+             for name, s in wide.items()]
+    if plan.stop_when_disturbed:
+        raise DisturbedMeasurement(
+            f"the machine disturbed a recording, and recording it again {plan.remeasures} times did not help:\n  "
+            + "\n  ".join(lines) + "\nNothing was published: build again when the machine is quiet.")
+    return {**trace, "disturbed": lines}
 
 
 # --- the ceilings ------------------------------------------------------------------------------------

@@ -17,11 +17,12 @@ from .generate import Step, generate
 from .loader import LoadedModel, model_summary
 from .machine import machine_info
 from .model import KVCache, softmax
+from .timing import summarize
 
 SCHEMA = "prefill-decode-trace/1"
 TOP_CANDIDATES = 5
 KV_SLICE_DIMS = 16  # first dimensions of KV head 0 kept for the heatmap
-TIMED_RUNS = 3  # generations timed: each step's start and end are their medians (no single run is published)
+TIMED_RUNS = 5  # generations timed: each step's start and end are their medians (a decode step, under 50 ms, needs 5)
 
 Progress = Callable[[str, float | None], None]
 
@@ -73,10 +74,24 @@ def prepare_prompt(model: LoadedModel, prompt: str, chat: bool, system_prompt: s
     return {"text": prompt, "rendered": text, "tokens": tokens, "chars": len(prompt)}, ids, system
 
 
+def _timing(runs: list[list[tuple[float, float]]]) -> dict:
+    """Each run's TTFT and mean decode step, as series: their samples, median and spread (`timing.summarize`)."""
+    def series(samples: list[float]) -> dict:
+        s = summarize(samples)
+        return {"value": s.median, "median": s.median, "spread": s.spread, "low": s.low, "high": s.high,
+                "repeats": s.repeats, "samples": [round(v, 3) for v in samples]}
+    out = {"runs": len(runs), "ttft_ms": series([run[0][1] for run in runs])}
+    if len(runs[0]) > 1:
+        out["decode_ms_per_token"] = series([float(np.mean([end - start for start, end in run[1:]])) for run in runs])
+    return out
+
+
 def record(model: LoadedModel, prompt: str, *, max_new_tokens: int = 64, chat: bool = True,
            system_prompt: str | None = None, temperature: float = 0.0, top_k: int | None = None, seed: int = 0,
-           progress: Progress | None = None) -> dict:
-    """Generate an answer to `prompt` and return the trace (see README.md for every field)."""
+           timed_runs: int = TIMED_RUNS, progress: Progress | None = None) -> dict:
+    """Generate an answer to `prompt` and return the trace (see README.md for every field). The same tokens are
+    generated `timed_runs` times in all: each step's times are their medians, and `timing` holds each run's TTFT
+    and mean decode step as series with their spread."""
     if max_new_tokens < 1:
         raise PromptError("max_new_tokens must be at least 1")
     prompt_json, prompt_ids, system = prepare_prompt(model, prompt, chat, system_prompt)
@@ -94,10 +109,12 @@ def record(model: LoadedModel, prompt: str, *, max_new_tokens: int = 64, chat: b
         if len(steps) < max_new_tokens:
             progress(f"decode: token {len(steps) + 1}/{max_new_tokens}", len(steps) / max_new_tokens)
 
-    for run in range(1, TIMED_RUNS):  # the same tokens again (greedy, or the same seed), timed only
-        progress(f"timing: run {run + 1} of {TIMED_RUNS}", None)
+    timed = [[(s["start_ms"], s["end_ms"]) for s in steps]]  # each run's (start, end) per step
+    for run in range(1, max(timed_runs, 1)):  # the same tokens again (greedy, or the same seed), timed only
+        progress(f"timing: run {run + 1} of {timed_runs}", None)
         again = list(generate(model, prompt_ids, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
                               seed=seed))
+        timed.append([(step.start_ms, step.end_ms) for step in again])
         for step_json, step in zip(steps, again, strict=True):
             step_json.setdefault("runs", [[step_json["start_ms"], step_json["end_ms"]]])
             step_json["runs"].append([step.start_ms, step.end_ms])
@@ -120,6 +137,7 @@ def record(model: LoadedModel, prompt: str, *, max_new_tokens: int = 64, chat: b
                      "top_k": top_k, "seed": seed},
         "prompt": prompt_json,
         "steps": steps,
+        "timing": _timing(timed),
         "kv_slice": {
             "layer": layer, "kv_head": 0, "dims": dims,
             "k": [_rounded(row, 4) for row in cache.k[layer, 0, :n_prompt, :dims]],

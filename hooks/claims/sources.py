@@ -16,6 +16,7 @@ from hooks.claims.check import ClaimCheck
 from hooks.claims.resolve import checks_in, value_lines
 from hooks.demos import blocks
 from hooks.demos.figure_resolver import FigureResolver
+from hooks.demos.measurements import recording_key
 from hooks.demos.readouts import trace_readouts
 from hooks.demos.strings import STRINGS_FILE, read_strings
 from hooks.language.vocabulary import VOCABULARY_FILE, load_vocabulary
@@ -70,8 +71,9 @@ class PageReadouts:
         block = next((b for b in self.blocks if b.kind == kind and b.kind in blocks.RECORDING_KINDS), None)
         if block is None or not isinstance(block.prompt, str):
             return None
-        max_new = block.options.get("max_new_tokens", blocks.DEFAULT_MAX_NEW_TOKENS[kind])
-        return trace_readouts(self.measurements.trace(block.prompt, max_new, block.options.get("chat", True)))
+        max_new, chat = block.options.get("max_new_tokens", blocks.DEFAULT_MAX_NEW_TOKENS[kind]), block.options.get("chat", True)
+        readouts = trace_readouts(self.measurements.trace(block.prompt, max_new, chat))
+        return {**readouts, "entry": recording_key(block.prompt, max_new, chat)}  # its timings' ledger entries
 
 
 def languages(docs_dir: Path) -> list[str]:

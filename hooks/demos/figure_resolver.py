@@ -75,7 +75,9 @@ class FigureResolver:
         field = {"decode_ms": "decode_ms_per_token", "ms_per_token": "decode_ms_per_token"}.get(key, key)
         show = {"ttft_ms": fmt.ms, "decode_ms": fmt.ms, "ms_per_token": fmt.ms, "tps": fmt.tps,
                 "kv_bytes": fmt.nbytes, "kv_bytes_per_token": fmt.nbytes}.get(key, fmt.count)
-        return self._number(readouts[field], show)
+        timed = {"ttft_ms": "ttft", "decode_ms_per_token": "decode_step"}.get(field)  # the recording's ledger entries
+        entry = f"{readouts['entry']}/{timed}" if timed and readouts.get("entry") else None
+        return replace(self._number(readouts[field], show), entry=entry)
 
     def _machine(self, key: str, arg: str | None) -> Figure:
         if key == "virtual_cores":  # 1 when the cores are a hypervisor's virtual CPUs, else 0

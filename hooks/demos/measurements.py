@@ -9,6 +9,7 @@ quantities, so every inline figure name stays valid.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import asdict, replace
@@ -25,6 +26,12 @@ from simulations.ledger import DisturbedMeasurement
 from simulations.plans import PLANS, Plan, plan_for
 
 log = get_plugin_logger(__name__)
+
+
+def recording_key(prompt: str, max_new_tokens: int, chat: bool) -> str:
+    """The ledger's name for a recording's timings: `recording/` and a digest of what was recorded."""
+    digest = hashlib.sha256(f"{prompt}\n{max_new_tokens}\n{chat}".encode()).hexdigest()[:8]
+    return f"recording/{digest}"
 
 
 class MeasurementsDisturbed(PluginError):
@@ -79,6 +86,7 @@ class Measurements:
         self.plan = plan or measurement_plan(simulator.spec)
         self._views: dict[tuple, dict[str, Any]] = {}  # each view built once from the ledger it reads
         self.printed: dict[tuple[str, str], tuple[str, Any]] = {}  # (language, ledger entry) → (name, figure)
+        self.recordings: dict[str, dict[str, Any]] = {}  # recording_key → the prompt and its timing, as recorded
 
     def _view(self, name: str, **options: Any) -> dict[str, Any]:
         ledger = self.ledger()
@@ -96,12 +104,40 @@ class Measurements:
         return self.cache.get_or_compute(parts, compute, label=label)
 
     def trace(self, prompt: str, max_new_tokens: int, chat: bool = True) -> dict[str, Any]:
+        """The recording of a prompt, its TTFT and decode pace timed as the plan times the ledger's figures. A
+        disturbance the plan could not record away stops the build, as the ledger's does."""
+        plan = self.plan
         label = f"recording {prompt[:40]!r} ({max_new_tokens} new tokens max) on {self.simulator.model_name}"
-        return self._cached(
-            "trace", label,
-            lambda: self.simulator.record(prompt, max_new_tokens=max_new_tokens, chat=chat,
-                                          progress=progress_logger("record")),
-            prompt=prompt, max_new_tokens=max_new_tokens, chat=chat)
+        key = f"{self.simulator.spec}:{self.code_hash}:{plan}:{prompt}:{max_new_tokens}:{chat}"
+        if key in _disturbed:
+            raise MeasurementsDisturbed(_disturbed[key])
+
+        def record() -> dict[str, Any]:
+            try:
+                return self.simulator.record(prompt, max_new_tokens=max_new_tokens, chat=chat, plan=plan,
+                                             progress=progress_logger("record"))
+            except DisturbedMeasurement as error:
+                _disturbed[key] = f"measurements: {error}"
+                raise MeasurementsDisturbed(_disturbed[key]) from None
+        trace = self._cached("trace", label, record, prompt=prompt, max_new_tokens=max_new_tokens, chat=chat,
+                             plan=asdict(plan))
+        self.recordings[recording_key(prompt, max_new_tokens, chat)] = {
+            "prompt": prompt, "max_new_tokens": max_new_tokens, "chat": chat, "timing": trace["timing"]}
+        return trace
+
+    def published_ledger(self) -> dict[str, Any]:
+        """The ledger with the recordings' timings as entries (`recording/ID/ttft`, `recording/ID/decode_step`,
+        ID from `recording_key`): every timing the site prints, in the one file a reader can open."""
+        ledger = self.ledger()
+        entries = dict(ledger.get("entries", {}))
+        for key, rec in sorted(self.recordings.items()):
+            about = {"weights": "f32", "prompt": rec["prompt"], "max_new_tokens": rec["max_new_tokens"],
+                     "chat": rec["chat"], "statistic": "median", "measured": 1}
+            for field, name, quantity in (("ttft_ms", "ttft", "recording_ttft"),
+                                          ("decode_ms_per_token", "decode_step", "recording_decode_step")):
+                if field in rec["timing"]:
+                    entries[f"{key}/{name}"] = {"quantity": quantity, "unit": "ms", **about, **rec["timing"][field]}
+        return {**ledger, "entries": entries}
 
     def ledger(self) -> dict[str, Any]:
         """Every timing the site prints, each measured once (schema prefill-decode-ledger/1). A disturbance the
@@ -128,7 +164,7 @@ class Measurements:
     def check_printed(self, lang: str, name: str, figure: Any) -> None:
         """One quantity, one value: a figure that is a ledger entry must print the entry's value, and print it as
         every other figure of that entry did in this language. A LookupError names both when not."""
-        entries = self.ledger().get("entries", {})
+        entries = self.published_ledger().get("entries", {})
         if figure.entry not in entries:
             return  # a hand-made ledger (tests) has no entries to hold figures to
         value = entries[figure.entry]["value"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 from simulations.projection_data import load_data, precision_of
@@ -12,8 +11,8 @@ def trace_readouts(trace: dict[str, Any]) -> dict[str, float]:
     """TTFT, decode pace, token counts and KV-cache sizes of one recorded generation."""
     steps = trace["steps"]
     prefill = steps[0]
-    decode = [s for s in steps[1:] if s["phase"] == "decode"]
-    decode_ms = statistics.fmean(s["end_ms"] - s["start_ms"] for s in decode) if decode else 0.0
+    timing = trace["timing"]  # each run's TTFT and mean step, their medians: what the ledger publishes
+    decode_ms = timing["decode_ms_per_token"]["value"] if "decode_ms_per_token" in timing else 0.0
     prompt_tokens = len(trace["prompt"]["tokens"])
     roles = [token.get("role", "user") for token in trace["prompt"]["tokens"]]
     return {
@@ -23,7 +22,7 @@ def trace_readouts(trace: dict[str, Any]) -> dict[str, float]:
         "user_tokens": roles.count("user"),
         "prompt_chars": trace["prompt"].get("chars", len(trace["prompt"]["text"])),
         "answer_tokens": trace.get("answer_tokens", len(steps)),
-        "ttft_ms": prefill["end_ms"],
+        "ttft_ms": timing["ttft_ms"]["value"],
         "decode_ms_per_token": decode_ms,
         "tps": 1000.0 / decode_ms if decode_ms > 0 else 0.0,
         "cached_tokens": prefill["kv_tokens"],

@@ -62,9 +62,12 @@ class NumpySimulator:
         """The cost model's FLOPs and bytes (a simulations.cost.PassCost) of one pass of the loaded model."""
         return cost.pass_cost(self.model.config.shape, new_tokens, past_tokens)
 
-    def record(self, prompt: str, *, max_new_tokens: int, chat: bool = True,
+    def record(self, prompt: str, *, max_new_tokens: int, chat: bool = True, plan: Any = None,
                progress: Progress | None = None) -> dict[str, Any]:
-        return trace.record(self.model, prompt, max_new_tokens=max_new_tokens, chat=chat, progress=progress)
+        """The recording of `prompt`; with a plan, its timings settled as the ledger's are (`ledger.recording`)."""
+        if plan is None:
+            return trace.record(self.model, prompt, max_new_tokens=max_new_tokens, chat=chat, progress=progress)
+        return ledger.recording(self.model, prompt, plan, progress, max_new_tokens=max_new_tokens, chat=chat)
 
     def ledger(self, *, plan: Any, progress: Progress | None) -> dict[str, Any]:
         """simulations.ledger.measure on the loaded model: every timing the site prints, measured once."""

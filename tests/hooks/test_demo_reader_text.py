@@ -30,7 +30,7 @@ def trace_with(roles: list[str], *, default: bool = True, answer: str = "Hi", st
                        "token": token("Hi")}]
     return {"prompt": {"text": "x", "tokens": [token("t", role) for role in roles], "chars": 1},
             "settings": {"system_prompt_is_default": default, "max_new_tokens": limit},
-            "steps": steps, "answer": answer, "answer_tokens": len(steps), "stop_reason": stop,
+            "steps": steps, "timing": {"runs": 1, "ttft_ms": {"value": steps[0].get("end_ms", 1)}}, "answer": answer, "answer_tokens": len(steps), "stop_reason": stop,
             "model": {"name": "SmolLM2-135M-Instruct"}}
 
 

@@ -328,3 +328,23 @@ def test_a_figure_is_held_to_its_ledger_entry_one_quantity_one_value(measurement
     assert figure(measurements, "sweep.decode_ms@512").text == figure(measurements, "sweep.decode_ms@512", "zh").text
     with pytest.raises(LookupError, match=r"cache.cached_ms@512 prints 20 ms, but the ledger's decode/f32/512 is 20.512"):
         figure(measurements, "cache.cached_ms@512")
+
+
+def test_a_recordings_timings_are_ledger_entries_and_its_figures_cite_them(measurements, simulator):
+    """The conversation's TTFT and the decode chapter's pace are timings too: published in the ledger a reader
+    opens, each a series with its spread, and held to one value like every other entry."""
+    from hooks.claims.sources import PageReadouts
+    from hooks.demos.blocks import parse_blocks
+    from hooks.demos.figure_resolver import FigureResolver
+    from hooks.demos.measurements import recording_key
+
+    simulator.ledger = lambda **_: {"entries": {}}
+    source = "```demo\nkind: conversation\nprompt: Explain quantum computing in three sentences.\nmax_new_tokens: 6\n```\n"
+    resolver = FigureResolver("en", measurements, PageReadouts(parse_blocks(source, "docs/en/x.md"), measurements))
+    ttft, pace = resolver.figure("conversation.ttft_ms"), resolver.figure("conversation.decode_ms")
+    key = recording_key("Explain quantum computing in three sentences.", 6, True)
+    assert (ttft.entry, pace.entry) == (f"{key}/ttft", f"{key}/decode_step")
+    entries = measurements.published_ledger()["entries"]
+    assert entries[ttft.entry]["value"] == ttft.value and entries[ttft.entry]["repeats"] >= 2
+    assert entries[pace.entry]["prompt"] == "Explain quantum computing in three sentences."
+    measurements.check_printed("en", "conversation.ttft_ms", ttft)  # holds

@@ -160,3 +160,29 @@ def test_the_read_ceiling_includes_a_buffer_the_size_of_the_weights_a_decode_ste
     assert len(out["read_gbps"]) == 3
     from simulations import cost
     assert ledger.weights_stream_bytes(model) == cost.decode_cost(model.config.shape, 0).bytes
+
+
+def test_a_recording_wider_than_the_noise_is_recorded_again_then_stops_the_build(model, monkeypatch):
+    from simulations import trace as trace_module
+
+    made: list[int] = []
+
+    def wide(*args, **kwargs):
+        made.append(kwargs["timed_runs"])
+        out = trace_module.record(*args, **kwargs)
+        samples = [10.0, 10.0, 40.0, 40.0, 40.0]
+        out["timing"]["ttft_ms"] = {"value": 40.0, "median": 40.0, "spread": 0.75, "low": 10.0, "high": 40.0,
+                                    "repeats": 5, "samples": samples}
+        return out
+    monkeypatch.setattr(ledger, "record", wide)
+    with pytest.raises(DisturbedMeasurement) as stopped:
+        ledger.recording(model, "Hi", replace(PLAN, fast_rounds=5), max_new_tokens=3)
+    assert made == [5, 5, 5]  # recorded, then again twice
+    assert "recording of 'Hi', ttft_ms: spread 75% over 5 runs" in str(stopped.value)
+    draft = ledger.recording(model, "Hi", replace(PLAN, stop_when_disturbed=False, remeasures=0), max_new_tokens=3)
+    assert draft["disturbed"] and draft["disturbed"][0].startswith("recording of 'Hi', ttft_ms")
+
+
+def test_a_quiet_recording_is_returned_as_recorded(model):
+    out = ledger.recording(model, "Hi", replace(PLAN, fast_rounds=5), max_new_tokens=3)
+    assert out["timing"]["runs"] == 5 and "disturbed" not in out

@@ -100,3 +100,11 @@ def test_empty_prompt_is_refused(tiny):
 def test_prompt_longer_than_the_context_is_refused(tiny):
     with pytest.raises(PromptError, match="8192"):
         record(tiny, "x" * 9000, chat=False)
+
+
+def test_each_step_and_the_timing_are_medians_of_five_timed_generations(trace):
+    timing = trace["timing"]
+    assert timing["runs"] == 5 and len(timing["ttft_ms"]["samples"]) == 5
+    assert timing["ttft_ms"]["value"] == pytest.approx(trace["steps"][0]["end_ms"], abs=1e-3)
+    decode = timing["decode_ms_per_token"]
+    assert decode["low"] <= decode["value"] <= decode["high"] and decode["repeats"] == 5
