@@ -394,11 +394,12 @@ def main(argv: list[str] | None = None) -> int:
     log: Callable[[str], None] = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="pd-bench-") as temp:
         work = Path(temp)
-        log(f"building (model {model}): cold, then {args.repeats}× warm and plain…")
         if "build" in skip:
+            log(f"building once (model {model})…")
             site = work / "site"
             timed_build(project_copy(work / "project", shared_cache=True), site, env)
         else:
+            log(f"building (model {model}): cold, then {args.repeats}× warm and plain…")
             build_rows, site = bench_build(work, env, args.repeats)
             rows += build_rows
         if "serve" not in skip:
