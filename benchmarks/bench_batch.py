@@ -326,7 +326,7 @@ def where_prefill_goes(model: Any, peak_flops: float, repeats: int = 3) -> list[
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_batch", description=__doc__.splitlines()[0])
     parser.add_argument("--json", metavar="PATH", help="also write the full record as JSON to PATH ('-': stdout "
                         "instead of the tables); benchmarks/results/<host class>.json keeps a host's reference run")
     parser.add_argument("--runs", type=int, default=3, help="interleaved rounds of the decode figures (default 3)")

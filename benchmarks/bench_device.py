@@ -275,7 +275,7 @@ def live_main(site: Path, rounds: int, as_json: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_device", description=__doc__.splitlines()[0])
     parser.add_argument("--site", type=Path, help="a built site to serve (default: build one with the tiny model)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of numpy then the page (auto, full)")
     parser.add_argument("--backends", nargs="*", default=["js:quick", "webgpu:quick"],

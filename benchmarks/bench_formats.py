@@ -93,7 +93,7 @@ def measure_as_the_build(model: Any) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_formats", description=__doc__.splitlines()[0])
     parser.add_argument("--json", metavar="PATH", help="also write the full record as JSON to PATH ('-': stdout "
                         "instead of the tables); benchmarks/results/<host class>.json keeps a host's reference run")
     parser.add_argument("--runs", type=int, default=3, help="interleaved rounds (default 3)")

@@ -170,7 +170,7 @@ def checks(cold: dict[str, Any], cached: dict[str, Any]) -> list[dict[str, Any]]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_simulations", description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the full record as JSON")
     parser.add_argument("--quick", action="store_true", help="short sweeps (two lengths, two contexts): a smoke run")
     parser.add_argument("--child", choices=["cold", "cached"], help=argparse.SUPPRESS)
