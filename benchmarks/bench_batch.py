@@ -1,7 +1,7 @@
 """Decode at the physical limit: the real model's steps against their roofline floor (issue 23's figures).
 
-    .venv/bin/python benchmarks/bench_batch.py [--json PATH] [--runs N] [--repeats N]
-    .venv/bin/python benchmarks/bench_batch.py --profile    # where a step's (B = 1, 4, 16) and a prefill's time goes
+    .venv/bin/python -m benchmarks.bench_batch [--json PATH] [--runs N] [--repeats N]
+    .venv/bin/python -m benchmarks.bench_batch --profile    # where a step's (B = 1, 4, 16) and a prefill's time goes
 
 One process, the model already fetched (`python -m simulations fetch`; never downloads). The floor of a
 step is the cost model's roofline time on this machine's measured peaks (`cost.roofline_seconds`: the
@@ -43,21 +43,37 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_simulations import check, machine_line, table, write_json  # shared by every benchmark
 
+from benchmarks.report import check, machine_line, spread, table, write_json
+from hooks.demos.cache import ResultCache
+from simulations import kernels
+from simulations.batch import batched_decode_rows
+from simulations.batch import measure as measure_batching
+from simulations.cli import StderrProgress
+from simulations.cost import batch_cost, prefill_cost, roofline_seconds
+from simulations.formats import step_matrices, step_products
+from simulations.generate import generate
+from simulations.loader import load_model
+from simulations.machine import machine_info
+from simulations.model import decode_batch, linear
+from simulations.roofline import best_ceilings, best_seconds, measure_peaks, median_seconds, stream_bytes
+from simulations.serving import prefilled_caches
+from simulations.sweep import prompt_length_point, prompt_of_length
+
+REPO = Path(__file__).resolve().parents[1]
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
 CONTEXT = 512
 LONG_CONTEXTS = (128, 4096)
 PREFILL_LENGTHS = (64, 128, 256, 512, 1024, 2048)
 CROSSOVER_ROWS = (32, 64, 128, 256, 1024)  # a batch's rows, then a prompt's (in the kernel's 64-row pieces)
 COMPILE_SCRIPT = """
-import time, numpy as np
+import sys, time, numpy as np
 started = time.perf_counter()
 from simulations import kernels
 kernels.configure()
 x, w = np.ones((3, 576), np.float32), np.ones((960, 576), np.float32)
 kernels.rows_times_weight(x, w)
-kernels.rows_times_weight(x, np.load(__import__('sys').argv[1], mmap_mode='c').view(np.ndarray))
+kernels.rows_times_weight(x, np.load(sys.argv[1], mmap_mode='c').view(np.ndarray))
 kv = np.ones((2, 1, 3, 8, 64), np.float32)
 kernels.one_token_attention(np.ones((1, 9, 64), np.float32), kv, kv, 0, 0, np.array([8]))
 kernels.read_everything(np.ones(1024, np.float32))
@@ -77,14 +93,8 @@ print(time.perf_counter() - started)
 PARTS = {"rows_times_weight": "products", "one_token_attention": "attention", "prompt_attention": "attention"}
 
 
-def spread(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def with_floor(row: dict[str, Any], machine: dict[str, float]) -> dict[str, Any]:
     """A measured step's floor and shares on the run's best ceilings (`roofline.best_ceilings`)."""
-    from simulations.cost import roofline_seconds
-
     seconds = row["step_ms"] / 1000
     return {**row, "floor_ms": roofline_seconds(row["flops"], row["bytes"], machine["peak_flops"],
                                                 machine["bandwidth"]) * 1000,
@@ -95,11 +105,6 @@ def with_floor(row: dict[str, Any], machine: dict[str, float]) -> dict[str, Any]
 def decode_rounds(model: Any, peaks: list[dict[str, Any]], runs: int, repeats: int) -> dict[str, Any]:
     """`runs` interleaved rounds of the batched steps at CONTEXT and of one user at each LONG_CONTEXTS, the
     ceilings measured again before each round (appended to `peaks`)."""
-    from simulations.batch import batched_decode_rows
-    from simulations.roofline import measure_peaks
-    from simulations.serving import prefilled_caches
-    from simulations.sweep import prompt_length_point
-
     quiet = lambda message, fraction: None  # noqa: E731
     batch_caches = prefilled_caches(model, max(BATCHES), CONTEXT, repeats + 2)
     long_caches = {c: prefilled_caches(model, 1, c, repeats + 2) for c in LONG_CONTEXTS}
@@ -147,9 +152,6 @@ def prefill_times_ms(model: Any, rounds: int) -> dict[int, list[float]]:
     """Each length's prefill (its TTFT, as the site measures it: `generate`'s first step), once a round in
     `rounds` interleaved rounds, after one round that is not counted (it makes the kernels' copies and first
     touches the memory). The rounds alternate the lengths' order, so that neither end is always timed first."""
-    from simulations.generate import generate
-    from simulations.sweep import prompt_of_length
-
     prompts = {n: prompt_of_length(model, n) for n in PREFILL_LENGTHS}
     times: dict[int, list[float]] = {n: [] for n in PREFILL_LENGTHS}
     for round_ in range(rounds + 1):
@@ -161,8 +163,6 @@ def prefill_times_ms(model: Any, rounds: int) -> dict[int, list[float]]:
 
 
 def prefill_shares(model: Any, times_ms: dict[int, list[float]], machine: dict[str, float]) -> list[dict[str, Any]]:
-    from simulations.cost import prefill_cost
-
     def share(n: int, ms: float) -> float:
         return prefill_cost(model.config.shape, n).flops / (ms / 1000) / machine["peak_flops"]
 
@@ -181,18 +181,15 @@ def fewest_rounds_that_show_a_fall(rounds: int, significance: float = 0.05) -> i
 
 
 def measure_cold_and_warm(model: Any, peaks: dict[str, Any]) -> dict[str, float]:
-    from hooks.demos.cache import ResultCache
-    from simulations.batch import measure
-
     started = time.perf_counter()
-    measure(model, peaks=peaks)
+    measure_batching(model, peaks=peaks)
     cold = time.perf_counter() - started
     with tempfile.TemporaryDirectory() as folder:
         cache = ResultCache(Path(folder), memo={})
         parts = {"what": "batch", "bench": True}
-        cache.get_or_compute(parts, lambda: measure(model, peaks=peaks, batch_sizes=(1, 2)), label="batch")
+        cache.get_or_compute(parts, lambda: measure_batching(model, peaks=peaks, batch_sizes=(1, 2)), label="batch")
         started = time.perf_counter()
-        ResultCache(Path(folder), memo={}).get_or_compute(parts, lambda: measure(model, peaks=peaks), label="batch")
+        ResultCache(Path(folder), memo={}).get_or_compute(parts, lambda: measure_batching(model, peaks=peaks), label="batch")
         warm = time.perf_counter() - started
     return {"cold_s": cold, "warm_s": warm}
 
@@ -203,7 +200,7 @@ def cold_compile_seconds() -> float:
         np.save(weights, np.ones((960, 576), np.float32))
         env = {**os.environ, "NUMBA_CACHE_DIR": str(Path(folder) / "numba")}
         done = subprocess.run([sys.executable, "-c", COMPILE_SCRIPT, str(weights)], env=env, capture_output=True,
-                              text=True, check=True, cwd=Path(__file__).resolve().parents[1])
+                              text=True, check=True, cwd=REPO)
         return float(done.stdout.strip().splitlines()[-1])
 
 
@@ -212,10 +209,6 @@ def memory_placement(model: Any, repeats: int = 3) -> dict[str, Any]:
     eighth at a time, each piece's best of `repeats` reads; and the one-user step's float32 weight copies (the
     kernels' `weight_tiles` of `formats.step_matrices`) read plainly, one matrix after another in a step's order,
     beside the step's products on them (`formats.step_products`; best of `repeats` passes each, GB/s)."""
-    from simulations import kernels
-    from simulations.formats import step_matrices, step_products
-    from simulations.roofline import best_seconds, stream_bytes
-
     def best_gbps(run: Any, nbytes: int) -> float:  # best_seconds runs a first pass untimed, as for every ceiling
         return nbytes / best_seconds(run, repeats) / 1e9
 
@@ -237,11 +230,6 @@ def memory_placement(model: Any, repeats: int = 3) -> dict[str, Any]:
 def crossover(model: Any, repeats: int) -> list[dict[str, Any]]:
     """A step's matrix products (every layer's and the LM head) at each of CROSSOVER_ROWS rows: the kernel
     against the numpy path of `model.linear` (BLAS, split into row blocks on the cores where it splits)."""
-    from simulations import kernels
-    from simulations.formats import step_matrices
-    from simulations.model import linear
-    from simulations.roofline import median_seconds
-
     def numpy_path(x: np.ndarray, w: np.ndarray) -> np.ndarray:
         with kernels.use("numpy"):
             return linear(x, w)
@@ -294,11 +282,6 @@ def where_the_time_goes(model: Any, batches: tuple[int, ...] = (1, 4, 16), steps
     RoPE, the MLP gate, residuals, Python), every kernel call wrapped in a timer; caches at CONTEXT tokens. The
     products and the attention each with the rate at which they read their bytes (the cost model's weights, and
     every user's cache), for the read stream beside them."""
-    from simulations import kernels
-    from simulations.cost import batch_cost
-    from simulations.model import decode_batch
-    from simulations.serving import prefilled_caches
-
     rows = []
     spent: dict[str, float] = {}
     with kernels.timed(spent, ("rows_times_weight", "one_token_attention")):
@@ -324,11 +307,6 @@ def where_prefill_goes(model: Any, peak_flops: float, repeats: int = 3) -> list[
     """Each prefill length split into the products, the attention and the rest, each kernel call timed (the
     fastest of `repeats`), with the products' and the attention's own shares of the GEMM peak: the cost model's
     FLOPs of each ÷ its time."""
-    from simulations import kernels
-    from simulations.cost import prefill_cost
-    from simulations.generate import generate
-    from simulations.sweep import prompt_of_length
-
     rows = []
     spent: dict[str, float] = {}
     with kernels.timed(spent, ("rows_times_weight", "prompt_attention")):
@@ -348,7 +326,7 @@ def where_prefill_goes(model: Any, peak_flops: float, repeats: int = 3) -> list[
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_batch", description=__doc__.splitlines()[0])
     parser.add_argument("--json", metavar="PATH", help="also write the full record as JSON to PATH ('-': stdout "
                         "instead of the tables); benchmarks/results/<host class>.json keeps a host's reference run")
     parser.add_argument("--runs", type=int, default=3, help="interleaved rounds of the decode figures (default 3)")
@@ -358,12 +336,6 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true",
                         help="only where a step's time goes at B = 1, 4 and 16: products, attention, the rest")
     args = parser.parse_args()
-
-    from simulations import kernels
-    from simulations.cli import StderrProgress
-    from simulations.loader import load_model
-    from simulations.machine import machine_info
-    from simulations.roofline import best_ceilings, measure_peaks
 
     kernels.configure()
     progress = StderrProgress()

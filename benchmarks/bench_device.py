@@ -1,8 +1,8 @@
 """What the "measure this device" demo reaches in the test browser, beside numpy on the same machine.
 
-    .venv/bin/python benchmarks/bench_device.py                  # 3 interleaved rounds: numpy, then the page (auto, full)
-    .venv/bin/python benchmarks/bench_device.py --site /tmp/site # an already built site
-    .venv/bin/python benchmarks/bench_device.py --rounds 5 --backends wasm:full js:quick webgpu:quick
+    .venv/bin/python -m benchmarks.bench_device                  # 3 interleaved rounds: numpy, then the page (auto, full)
+    .venv/bin/python -m benchmarks.bench_device --site /tmp/site # an already built site
+    .venv/bin/python -m benchmarks.bench_device --rounds 5 --backends wasm:full js:quick webgpu:quick
 
 Each round measures numpy's ceilings (simulations.roofline.measure_peaks: float32 GEMM through BLAS, and
 the better of a copy and a matrix-vector product over 256 MiB), then presses the demo's button in Debian's
@@ -16,7 +16,7 @@ with the median and range over the rounds, and then one run of each extra backen
 asserted: the machines are shared and noisy, which the range shows. Without --site it builds the site
 with the tiny model.
 
-    .venv/bin/python benchmarks/bench_device.py --live          # the real model in the page beside numba (3 rounds)
+    .venv/bin/python -m benchmarks.bench_device --live          # the real model in the page beside numba (3 rounds)
 
 With --live it measures the real SmolLM2 running in the page (docs/assets/pd/device/README.md) beside the project's
 own kernels (simulations/, numba) on the same machine in the same run, interleaved: decode tokens/s at a 512-token
@@ -40,12 +40,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import numpy as np
+from playwright.sync_api import sync_playwright
 
-from simulations.roofline import measure_peaks  # noqa: E402
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-from tests.browser.static_server import StaticServer  # noqa: E402
+from harness.chromium import CHROMIUM, CHROMIUM_ARGS
+from harness.static_server import StaticServer
+from simulations.convert import convert, file_format
+from simulations.generate import generate
+from simulations.loader import load_model
+from simulations.roofline import measure_peaks
+
+REPO = Path(__file__).resolve().parents[1]
 
 PAGE = "en/bottleneck/"
 RUN_TIMEOUT_MS = 900_000
@@ -155,21 +160,17 @@ def numba_in_process(threads: int | None) -> dict[str, Any]:
     env.pop("NUMBA_NUM_THREADS", None)
     if threads:
         env["NUMBA_NUM_THREADS"] = str(threads)
-    done = subprocess.run([sys.executable, __file__, "--numba-phases"], env=env, capture_output=True, text=True,
-                          check=True, cwd=REPO)
+    done = subprocess.run([sys.executable, "-m", "benchmarks.bench_device", "--numba-phases"], env=env,
+                          capture_output=True, text=True, check=True, cwd=REPO)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def numba_phases(prompt_tokens: int = 512, decode_steps: int = 16) -> dict[str, Any]:
     """The project's kernels on the real model in the file's own formats: prefill of `prompt_tokens` seeded tokens,
     then decode steps at that context (tokens/s each)."""
-    from simulations.convert import convert, file_format
-    from simulations.generate import generate
-    from simulations.loader import load_model
-
     base = load_model("smollm2-135m")
     model = convert(base, file_format(base))
-    ids = [int(i) for i in __import__("numpy").random.default_rng(136).integers(0, 49152, prompt_tokens)]
+    ids = [int(i) for i in np.random.default_rng(136).integers(0, 49152, prompt_tokens)]
     list(generate(model, ids[:8], max_new_tokens=3, stop_at_eos=False))  # compiled and warm: not timed
     steps = list(generate(model, ids, max_new_tokens=decode_steps + 1, stop_at_eos=False))
     return {"prefill_tps": 1000 * prompt_tokens / steps[0].ms,
@@ -211,8 +212,6 @@ def first_token(playwright: Any, url: str) -> dict[str, Any]:
 
 
 def live_main(site: Path, rounds: int, as_json: bool) -> int:
-    from playwright.sync_api import sync_playwright
-
     results = []
     with StaticServer(site) as server, sync_playwright() as playwright:
         for index in range(rounds):
@@ -276,7 +275,7 @@ def live_main(site: Path, rounds: int, as_json: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_device", description=__doc__.splitlines()[0])
     parser.add_argument("--site", type=Path, help="a built site to serve (default: build one with the tiny model)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of numpy then the page (auto, full)")
     parser.add_argument("--backends", nargs="*", default=["js:quick", "webgpu:quick"],
@@ -299,8 +298,6 @@ def main(argv: list[str] | None = None) -> int:
                            cwd=REPO, env=env, check=True)
         if args.live:
             return live_main(site, args.rounds, args.json)
-        from playwright.sync_api import sync_playwright
-
         rounds, extra = [], []
         with StaticServer(site) as server, sync_playwright() as playwright:
             for index in range(args.rounds):

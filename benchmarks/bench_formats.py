@@ -1,6 +1,6 @@
 """Fewer bytes per weight, measured: decode speeds up with the bytes, prefill does not (issue 27's figures).
 
-    .venv/bin/python benchmarks/bench_formats.py [--json PATH] [--runs N]
+    .venv/bin/python -m benchmarks.bench_formats [--json PATH] [--runs N]
 
 One process, the model already fetched (`python -m simulations fetch`; never downloads). It runs
 `formats.measure` on SmolLM2-135M in F32, F16, Q8_0 and the file's own Q4_1 (its token embedding / LM
@@ -25,20 +25,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench_simulations import check, machine_line, table, write_json  # shared by every benchmark
+from benchmarks.report import check, machine_line, spread, table, write_json
+from hooks.demos.cache import ResultCache
+from simulations import formats, kernels, ledger
+from simulations.cli import StderrProgress
+from simulations.convert import convert, default_formats
+from simulations.loader import load_model
+from simulations.machine import machine_info
 
 CONTEXT = 512
 TARGETS = {"q8_0": 2.5, "q4_0": 3.0, "q4_1": 3.0}  # decode tokens/s ÷ F32's
-
-
-def spread(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def checks(result: dict[str, Any], build: dict[str, float]) -> list[dict[str, Any]]:
@@ -79,34 +80,24 @@ def checks(result: dict[str, Any], build: dict[str, float]) -> list[dict[str, An
 def measure_as_the_build(model: Any) -> dict[str, float]:
     """The build's ledger (`simulations.ledger`, the site plan: every timing the site prints, the formats' among
     them), measured (cold), then stored in a result cache and read back (warm)."""
-    from hooks.demos.cache import ResultCache
-    from simulations.ledger import measure, plan_for
-
-    plan = plan_for("site")
+    plan = ledger.plan_for("site")
     with tempfile.TemporaryDirectory() as folder:
         parts = {"what": "ledger", "bench": True}
         started = time.perf_counter()
-        ResultCache(Path(folder), memo={}).get_or_compute(parts, lambda: measure(model, plan), label="ledger")
+        ResultCache(Path(folder), memo={}).get_or_compute(parts, lambda: ledger.measure(model, plan), label="ledger")
         cold = time.perf_counter() - started
         started = time.perf_counter()
-        ResultCache(Path(folder), memo={}).get_or_compute(parts, lambda: measure(model, plan), label="ledger")
+        ResultCache(Path(folder), memo={}).get_or_compute(parts, lambda: ledger.measure(model, plan), label="ledger")
         warm = time.perf_counter() - started
     return {"cold_s": cold, "warm_s": warm}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_formats", description=__doc__.splitlines()[0])
     parser.add_argument("--json", metavar="PATH", help="also write the full record as JSON to PATH ('-': stdout "
                         "instead of the tables); benchmarks/results/<host class>.json keeps a host's reference run")
     parser.add_argument("--runs", type=int, default=3, help="interleaved rounds (default 3)")
     args = parser.parse_args()
-
-    from simulations import kernels
-    from simulations.cli import StderrProgress
-    from simulations.convert import convert, default_formats
-    from simulations.formats import measure
-    from simulations.loader import load_model
-    from simulations.machine import machine_info
 
     kernels.configure()
     progress = StderrProgress()
@@ -118,7 +109,7 @@ def main() -> None:
     started = time.perf_counter()
     # The peaks measured by `measure` itself, before the rounds and after them, each ceiling the best of both: one
     # run measured them once, before, and F32's steps then ran at 1.15 times the stream measured.
-    result = measure(model, repeats=args.runs, context_tokens=CONTEXT, progress=progress)
+    result = formats.measure(model, repeats=args.runs, context_tokens=CONTEXT, progress=progress)
     seconds = time.perf_counter() - started
     peaks = {key: result["machine"][key] for key in ("peak_gflops", "peak_gbps")}
     progress("the build's measurement, cold and from the cache", None)

@@ -1,8 +1,8 @@
 """Site benchmark: build time, serve turnaround, page weight, Lighthouse and playback smoothness vs targets.
 
-    .venv/bin/python benchmarks/bench_site.py            # table
-    .venv/bin/python benchmarks/bench_site.py --json     # the same figures as JSON
-    .venv/bin/python benchmarks/bench_site.py --skip lighthouse,serve --model tiny
+    .venv/bin/python -m benchmarks.bench_site            # table
+    .venv/bin/python -m benchmarks.bench_site --json     # the same figures as JSON
+    .venv/bin/python -m benchmarks.bench_site --skip lighthouse,serve --model tiny
 
 Every timing is a median measured in this run. Builds run against a temporary copy of the project, so
 the repo's .cache/ is never emptied. The model is the real one (PD_MODEL default) when it is in the
@@ -24,14 +24,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from playwright.sync_api import sync_playwright
+
+from harness.chromium import CHROMIUM, CHROMIUM_ARGS
+from harness.mkdocs_serve import CHAPTER, CHAPTER_URL, PROJECT_FOLDERS, ServedProject, prose_edit
+from harness.pages import Network, draw_every_demo, page_paths
+from harness.static_server import StaticServer
+from simulations import kernels
+from simulations.machine import machine_info
+from simulations.paths import cache_dir
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-from tests.browser.quality_pages import page_paths, scroll_through  # noqa: E402
-from tests.browser.static_server import StaticServer  # noqa: E402
-from tests.site.test_serve_resilience import CHAPTER, CHAPTER_URL, ServedProject, prose_edit  # noqa: E402
-
 DOCS = REPO / "docs"  # --docs points the builds at another copy (e.g. a draft)
 LIGHTHOUSE = REPO / ".ci" / "node_modules" / ".bin" / "lighthouse"
 CHART_LIBRARY = "assets/vendor/plotly.min.js"
@@ -58,7 +61,7 @@ def project_copy(root: Path, *, demo_hook: bool = True, shared_cache: bool = Fal
     """
     root.mkdir(parents=True)
     (root / "docs").symlink_to(DOCS, target_is_directory=True)
-    for folder in ("hooks", "overrides", "simulations", ".ci"):
+    for folder in (*PROJECT_FOLDERS, ".ci"):
         if (REPO / folder).exists():
             (root / folder).symlink_to(REPO / folder, target_is_directory=True)
     if shared_cache and (REPO / ".cache").is_dir():
@@ -154,12 +157,13 @@ def bench_weight(browser: Any, url: str, paths: list[str]) -> list[Row]:
                 return
             sizes[response.url] = transferred_bytes(body, response.headers.get("content-type", ""))
 
+        network = Network(page)
         page.on("response", on_response)
         page.goto(url + path, wait_until="load")
-        page.wait_for_load_state("networkidle")
-        page.wait_for_timeout(500)
+        network.quiet(page)
         before = sum(sizes.values())
-        scroll_through(page, settle_ms=2000)
+        draw_every_demo(page)  # the reader's first gesture, then every demo and chart scrolled into view and drawn
+        network.quiet(page)
         after = sum(sizes.values())
         library = sum(size for address, size in sizes.items() if address.endswith(CHART_LIBRARY))
         name = "/" + path
@@ -359,21 +363,16 @@ def chosen_model(requested: str | None) -> str:
     """The real model when its download is cached, else tiny (unless one is requested)."""
     if requested:
         return requested
-    from simulations.paths import cache_dir
-
     return "smollm2-135m" if any((cache_dir() / "models").glob("*.gguf")) else "tiny"
 
 
 def machine_text() -> str:
-    from simulations import kernels
-    from simulations.machine import machine_info
-
     info = machine_info(kernels=kernels.describe())
     return f"{info['cpu']}, {info['cores']} cores, numpy {info['numpy']} ({info['blas']})"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_site", description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--model", help="PD_MODEL for the builds (default: real model if cached, else tiny)")
     parser.add_argument("--skip", default="", help=f"comma-separated sections to skip: {','.join(SECTIONS)}")
@@ -395,11 +394,12 @@ def main(argv: list[str] | None = None) -> int:
     log: Callable[[str], None] = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="pd-bench-") as temp:
         work = Path(temp)
-        log(f"building (model {model}): cold, then {args.repeats}× warm and plain…")
         if "build" in skip:
+            log(f"building once (model {model})…")
             site = work / "site"
             timed_build(project_copy(work / "project", shared_cache=True), site, env)
         else:
+            log(f"building (model {model}): cold, then {args.repeats}× warm and plain…")
             build_rows, site = bench_build(work, env, args.repeats)
             rows += build_rows
         if "serve" not in skip:
@@ -407,8 +407,6 @@ def main(argv: list[str] | None = None) -> int:
             rows += bench_serve(work, model)
         languages = args.languages.split(",")
         paths = [p for p in page_paths(site) if ("en" if p.startswith("en/") else "zh") in languages]
-        from playwright.sync_api import sync_playwright
-
         with StaticServer(site) as server, sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             if "weight" not in skip:

@@ -175,7 +175,7 @@ def browser() -> Iterator[object]:
     """Debian's Chromium through Playwright, one per test session (per xdist worker): every test that drives a
     page (the browser tests and the serve tests) shares it, since Playwright's sync API cannot run twice in one
     process."""
-    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+    from harness.chromium import CHROMIUM, CHROMIUM_ARGS
 
     if not Path(CHROMIUM).exists():
         pytest.fail(f"Chromium not found at {CHROMIUM}: run `apt-get install -y chromium` (see README)")

@@ -1,5 +1,6 @@
 """The packages import one another one way: no cycle among simulations/ and hooks/, function-level imports included
-(an import inside a function hides a cycle from Python's import machinery, not from a reader)."""
+(an import inside a function hides a cycle from Python's import machinery, not from a reader); benchmarks → hooks →
+simulations, and harness/ below the tests and the benchmarks, which import the project as installed."""
 
 from __future__ import annotations
 
@@ -8,6 +9,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("simulations", "hooks")
+# What each folder of the project may import of the others (the tests may import everything).
+LAYERS = {
+    "simulations": set(),
+    "hooks": {"simulations"},
+    "harness": set(),
+    "benchmarks": {"harness", "hooks", "simulations"},
+}
+PROJECT = {*LAYERS, "tests"}
 # Cycles being removed elsewhere (the formats/loader split, the hooks' demos/claims layering); delete each entry
 # when its cycle is gone: the test then keeps it gone.
 def module_name(path: Path) -> str:
@@ -103,3 +112,32 @@ def test_no_hook_imports_another_hook():
     hooks = {name for name in graph if name.startswith("hooks.") and name.endswith("_hook")}
     found = {(name, target) for name in hooks for target in graph[name] & hooks}
     assert not found, f"hooks importing hooks: {sorted(found)}"
+
+
+def project_imports(path: Path) -> set[str]:
+    """The project's packages (top-level names) `path` imports anywhere in its body."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.partition(".")[0])
+    return found & PROJECT
+
+
+def test_each_folder_imports_only_the_layers_below_it():
+    found = [f"{path.relative_to(REPO)} imports {', '.join(sorted(wrong))}"
+             for folder, allowed in LAYERS.items() for path in sorted((REPO / folder).rglob("*.py"))
+             if (wrong := project_imports(path) - allowed - {folder})]
+    assert not found, "imports against the layers (what the tests and benchmarks share lives in harness/):\n" + \
+        "\n".join(found)
+
+
+def test_no_module_edits_sys_path():
+    """Everything imports the project as installed (`pip install -e`, .ci/setup); `python -m benchmarks.<script>`
+    runs a benchmark from the repository root."""
+    found = [f"{path.relative_to(REPO)}:{node.lineno}" for folder in PROJECT for path in sorted((REPO / folder).rglob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+             if isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name)
+             and node.value.id == "sys"]
+    assert not found, f"sys.path used at {', '.join(sorted(found))}"

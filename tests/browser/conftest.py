@@ -3,7 +3,8 @@
 `open_page(path, color_scheme=..., reduced_motion=...)` returns `(page, log)`; the log records console
 errors, uncaught page errors, CSP violations and every request that leaves 127.0.0.1. The site is served
 with the response headers of its `_headers` file; `open_page_without_headers` opens it as a host that
-sends none would serve it (GitHub Pages): plain static files.
+sends none would serve it (GitHub Pages): plain static files. The browser, its flags and the server are the
+harness's (harness/), which the benchmarks drive the site with too.
 
 Every visit gets a new page in a browser context kept for the session (`warm_pages`,
 tests/browser/warm_pages.py): no renderer process to start each time, and nothing left from an earlier visit.
@@ -18,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,16 +27,11 @@ from urllib.parse import urlparse
 import pytest
 from filelock import FileLock, Timeout
 
+from harness.static_server import StaticServer
 from tests.browser.quality_pages import PAGES
-from tests.browser.static_server import StaticServer
 from tests.browser.tour import Tour, take_tour
 from tests.browser.warm_pages import WarmPages
 
-CHROMIUM = os.environ.get("PD_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]
 REPO = Path(__file__).resolve().parents[2]
 AXE = REPO / ".ci" / "node_modules" / "axe-core" / "axe.min.js"
 SCREENSHOT_DIR = Path(os.environ.get("PD_SCREENSHOT_DIR", REPO / "test-artifacts" / "screenshots"))

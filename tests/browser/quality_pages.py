@@ -24,17 +24,6 @@ def every_page(docs: Path = REPO / "docs") -> list[str]:
 PAGES = every_page()
 
 
-def page_paths(site: Path) -> list[str]:
-    """URL paths (relative to the site root, '' for the landing page) of every built chapter page."""
-    paths = []
-    for index in sorted(site.rglob("index.html")):
-        relative = index.parent.relative_to(site).as_posix()
-        if relative.startswith("assets"):
-            continue
-        paths.append("" if relative == "." else relative + "/")
-    return paths
-
-
 def page_language(path: str) -> str:
     """The language a page is written in: the default language at the root, the others under /<locale>/."""
     return language_of(path)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.pages import page_paths
 from tests.browser.conftest import AXE
-from tests.browser.quality_pages import PAGES, page_language, page_paths
+from tests.browser.quality_pages import PAGES, page_language
 from tests.browser.tour import VIEWS, run_axe
 
 __all__ = ["AXE", "BLOCKING_IMPACTS", "run_axe"]  # the device and serve tests run axe the same way

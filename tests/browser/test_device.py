@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.chromium import CHROMIUM, CHROMIUM_ARGS
 from simulations import model as M
 from simulations.config import ModelConfig
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, PageLog
+from tests.browser.conftest import PageLog
 from tests.browser.quality_pages import next_frames, page_idle
 from tests.browser.test_a11y import AXE, BLOCKING_IMPACTS, run_axe
 from tests.browser.tour import STICKING_OUT

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.static_server import headers_for, parse_headers_file
 from hooks.security.headers_file import render_headers_file, url_patterns
 from hooks.security.inline_scripts import csp_hash, find_inline_code
 from hooks.security.page_meta import with_policy
@@ -20,7 +21,6 @@ from hooks.security.policy import (
     content_security_policy,
 )
 from tests.browser.quality_pages import PAGES, page_idle
-from tests.browser.static_server import headers_for, parse_headers_file
 
 PAGE_POLICY = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">')
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.browser.static_server import StaticServer
-from tests.browser.tour import Network, Tour, draw_every_demo
+from harness.pages import Network, draw_every_demo
+from harness.static_server import StaticServer
 from tests.conftest import build_site
 from tests.site.test_special_builds import make_project
 
@@ -113,7 +113,7 @@ def test_hostile_text_runs_nothing_and_shows_literally_in_the_browser(browser, h
     page.on("pageerror", lambda error: errors.append(str(error)))
     network = Network(page)
     page.goto(hostile_url + chapter + "?pd-speed=400")
-    draw_every_demo(page, Tour(chapter, "hostile"))
+    draw_every_demo(page)
     for demo in page.locator(".pd-demo").all():  # play every demo to its end
         button = demo.locator(".pd-button--play")
         if not button.count() or demo.get_attribute("data-pd-demo") == "device":

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.static_server import StaticServer
 from simulations.convert import convert
 from simulations.generate import generate
 from simulations.loader import load_model
 from tests.browser.quality_pages import page_idle
-from tests.browser.static_server import StaticServer
 from tests.conftest import build_site
 
 pytestmark = pytest.mark.browser

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.quality_pages import PAGES, page_paths
+from harness.pages import page_paths
+from tests.browser.quality_pages import PAGES
 
 pytestmark = pytest.mark.browser
 

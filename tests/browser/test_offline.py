@@ -9,7 +9,8 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from tests.browser.quality_pages import PAGES, page_paths
+from harness.pages import page_paths
+from tests.browser.quality_pages import PAGES
 
 _URL_ATTRIBUTES = {"src", "href", "data-pd-trace", "poster", "data"}
 _CSS_URL = re.compile(r"url\(\s*['\"]?([^'\")]+)['\"]?\s*\)")

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-PAGE_TIMEOUT_MS = 20_000
+from harness.pages import PAGE_TIMEOUT_MS, Network, draw_every_demo, engage
+
 DEVICE_TIMEOUT_MS = 240_000  # the quick measurement of this device, on a loaded two-core machine
 FAST = "?pd-speed=400"  # the player's test hook: 400x the recorded clock
 LOCAL_HOSTS = {"127.0.0.1"}
@@ -230,68 +231,10 @@ RECORD_CSP = """window.__pdCsp = [];
 document.addEventListener('securitypolicyviolation', (e) => window.__pdCsp.push(
   `${e.effectiveDirective} blocked ${e.blockedURI || '(inline)'} at ${e.sourceFile || ''}:${e.lineNumber}`));"""
 
-NEXT_FRAME = "() => new Promise((done) => requestAnimationFrame(() => done()))"
-NEXT_FRAMES = "() => document.fonts.ready.then(() => new Promise((done) => requestAnimationFrame(() => " \
-              "requestAnimationFrame(() => done()))))"
-
 
 def is_outside(url: str) -> bool:
     parsed = urlparse(url)
     return parsed.scheme in {"http", "https", "ws", "wss"} and parsed.hostname not in LOCAL_HOSTS
-
-
-class Network:
-    """The requests a page has in flight, to wait until the network is quiet (Playwright's `networkidle`
-    is a load state: it says nothing of the requests a page makes after it loaded)."""
-
-    def __init__(self, page, *, javascript: bool = True) -> None:
-        self.javascript = javascript
-        self.pending: set[object] = set()
-        page.on("request", lambda request: self.pending.add(request))
-        page.on("requestfinished", lambda request: self.pending.discard(request))
-        page.on("requestfailed", lambda request: self.pending.discard(request))
-
-    def quiet(self, page, *, quiet_ms: int = 300, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
-        """Wait until no request has been in flight for quiet_ms (a page that keeps polling must not hang:
-        after timeout_ms the caller's asserts decide)."""
-        if not self.javascript:  # nothing runs after the load (and no frame callback would ever run)
-            page.wait_for_load_state("networkidle")
-            return
-        deadline = time.monotonic() + timeout_ms / 1000
-        quiet_since = None
-        while time.monotonic() < deadline:
-            if self.pending:
-                quiet_since = None
-            elif quiet_since is None:
-                quiet_since = time.monotonic()
-            elif time.monotonic() - quiet_since >= quiet_ms / 1000:
-                break
-            page.evaluate(NEXT_FRAME)  # one frame later, with the page's network events delivered
-        page.evaluate(NEXT_FRAMES)
-
-
-def engage(page) -> None:
-    """The reader's first gesture: demos, charts and Material's script start on it."""
-    page.mouse.move(10, 300)
-    page.mouse.move(20, 310)
-
-
-def draw_every_demo(page, record: Tour) -> None:
-    """Bring every demo and chart into view, as a reader scrolling through does, and wait until each is drawn
-    (or has failed: its status says so and the tests report it)."""
-    engage(page)
-    for demo in page.locator(".pd-demo").all():
-        demo.scroll_into_view_if_needed()
-        handle = demo.element_handle()
-        page.wait_for_function("el => ['ready', 'error'].includes(el.dataset.pdStatus)", arg=handle,
-                               timeout=PAGE_TIMEOUT_MS)
-        record.demo_status[demo.get_attribute("id") or demo.get_attribute("data-pd-demo")] = \
-            demo.get_attribute("data-pd-status")
-    for chart in page.locator(".pd-chart").all():
-        chart.scroll_into_view_if_needed()
-        page.wait_for_function("el => el.dataset.pdChart === 'ready'", arg=chart.element_handle(),
-                               timeout=PAGE_TIMEOUT_MS)
-    page.evaluate("() => window.scrollTo(0, document.documentElement.scrollHeight)")
 
 
 # A demo played to its end: the player's count and last frame, the answer as shown (tokens that are not a whole
@@ -436,7 +379,7 @@ def take_tour(pages, base_url: str, path: str, name: str, *, axe_source: str | N
         record.html_lang = page.evaluate("() => document.documentElement.lang")
         record.color_scheme = page.evaluate("() => document.body.getAttribute('data-md-color-scheme') || ''")
         if view.draw:
-            draw_every_demo(page, record)
+            record.demo_status.update(draw_every_demo(page))
             network.quiet(page)
         page.evaluate("() => window.scrollTo(0, 0)")
         record.scroll_width = page.evaluate("() => document.documentElement.scrollWidth")

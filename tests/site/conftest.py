@@ -7,10 +7,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.site.test_serve_resilience import ServedProject, serving
+from harness.mkdocs_serve import CHAPTER_URL, ServedProject
 
 
 @pytest.fixture(scope="session")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedProject]:
-    with serving(tmp_path_factory.mktemp("serve") / "project") as project:
+    """`mkdocs serve` of a project copy, once it serves the chapter with its demo; stopped after."""
+    project = ServedProject(tmp_path_factory.mktemp("serve") / "project", extra_env={"PD_SWEEP": "quick"})
+    try:
+        # The first build may have to simulate (cold cache): give it time.
+        if project.wait_for(CHAPTER_URL, lambda body: "data-pd-demo" in body, timeout=900) is None:
+            pytest.fail(f"mkdocs serve never served {CHAPTER_URL}:\n{project.log()[-4000:]}")
         yield project
+    finally:
+        project.stop()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.site.test_serve_resilience import make_project_copy
+from harness.mkdocs_serve import make_project_copy
 
 pytestmark = pytest.mark.build
 

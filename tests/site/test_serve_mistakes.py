@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 
 from hooks.demos.blocks import KINDS
 
-from tests.site.test_serve_resilience import CHAPTER, CHAPTER_URL, ServedProject, fetch
+from harness.mkdocs_serve import CHAPTER, CHAPTER_URL, ServedProject, fetch
 
 BAD_BLOCK = "```demo\nkind: teleport\nprompt: hi\n```"
 BOX = 'class="pd-authoring-error"'

@@ -1,5 +1,5 @@
-"""A static file server for tests that sends the headers a static host would, read from `_headers` —
-or none at all, as GitHub Pages and most static hosts serve a site (`send_headers=False`)."""
+"""A static file server for a built site, as a static host serves it: text gzipped, the headers of the site's
+`_headers` file — or none at all, as GitHub Pages and most static hosts serve a site (`send_headers=False`)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ class _Handler(SimpleHTTPRequestHandler):
             self.send_header(name, value)
         super().end_headers()
 
-    def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
+    def log_message(self, format: str, *args: object) -> None:  # keep the tests' and benchmarks' output quiet
         pass
 
 
