@@ -56,13 +56,14 @@ from simulations.generate import generate
 from simulations.loader import load_model
 from simulations.machine import machine_info
 from simulations.model import decode_batch, linear
+from simulations.plans import PLANS
 from simulations.roofline import best_ceilings, best_seconds, measure_peaks, median_seconds, stream_bytes
 from simulations.serving import prefilled_caches
 from simulations.sweep import prompt_length_point, prompt_of_length
 
 REPO = Path(__file__).resolve().parents[1]
-BATCHES = (1, 2, 4, 8, 16, 32, 64)
-CONTEXT = 512
+BATCHES = PLANS["site"].batch_sizes  # the site's: what the batching chapter prints
+CONTEXT = PLANS["site"].batch_context
 LONG_CONTEXTS = (128, 4096)
 PREFILL_LENGTHS = (64, 128, 256, 512, 1024, 2048)
 CROSSOVER_ROWS = (32, 64, 128, 256, 1024)  # a batch's rows, then a prompt's (in the kernel's 64-row pieces)

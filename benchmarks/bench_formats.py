@@ -37,8 +37,9 @@ from simulations.cli import StderrProgress
 from simulations.convert import convert, default_formats
 from simulations.loader import load_model
 from simulations.machine import machine_info
+from simulations.plans import PLANS, plan_for
 
-CONTEXT = 512
+CONTEXT = PLANS["site"].format_context  # the site's: what the weight-formats chapter prints
 TARGETS = {"q8_0": 2.5, "q4_0": 3.0, "q4_1": 3.0}  # decode tokens/s ÷ F32's
 
 
@@ -80,7 +81,7 @@ def checks(result: dict[str, Any], build: dict[str, float]) -> list[dict[str, An
 def measure_as_the_build(model: Any) -> dict[str, float]:
     """The build's ledger (`simulations.ledger`, the site plan: every timing the site prints, the formats' among
     them), measured (cold), then stored in a result cache and read back (warm)."""
-    plan = ledger.plan_for("site")
+    plan = plan_for("site")
     with tempfile.TemporaryDirectory() as folder:
         parts = {"what": "ledger", "bench": True}
         started = time.perf_counter()
