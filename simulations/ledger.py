@@ -6,10 +6,10 @@ several rounds. Every round runs every series once, one after another (interleav
 shared machine falls on the things being compared alike; a series under FAST_MS (a second) gets more rounds
 than a slow one. A series' figure is the median of its rounds, published with its spread (`timing.summarize`).
 
-Nothing disturbed is published. A machine already busy when the rounds would start (a run of consecutive decode
-steps spread twice the noise margin) stops at once, before minutes of rounds that could only be refused. A
-series whose spread exceeds the noise margin is measured again, a bounded
-number of times; the physics the article states is checked on the result, each invariant by name (the cached
+Nothing disturbed is published. A machine busy when the rounds would start (a run of consecutive decode steps
+spread twice the noise margin) stops at once, before minutes of rounds that could only be refused. A series
+whose spread exceeds the noise margin is measured again, a bounded number of times, unless the machine is busy
+by then too (measuring again could not help); the physics the article states is checked on the result, each invariant by name (the cached
 step no slower than recomputing, decode and TTFT rising with the context, a mixed step no slower than its
 two passes, nothing above a ceiling); what still fails raises `DisturbedMeasurement`, naming the series, its
 spread and what to do. The views the chapters read (`views.py`) are built from the ledger alone.
@@ -147,16 +147,20 @@ class Ledger:
     def value(self, key: str) -> float:
         return summarize(self.series[key].samples).median
 
-    def settle(self, checks: Callable[[Ledger], list[dict[str, Any]]]) -> None:
+    def settle(self, checks: Callable[[Ledger], list[dict[str, Any]]],
+               busy: Callable[[], str | None] = lambda: None) -> None:
         """Measure again what is noisy or breaks an invariant, up to `plan.remeasures` times; then stop with a
-        message naming it (or, for a plan that does not stop, record it as disturbed)."""
+        message naming it (or, for a plan that does not stop, record it as disturbed). Before measuring again,
+        `busy()` says whether the machine is busy now (`busy_machine`): then measuring again could not help, and
+        it stops at once."""
+        now_busy = None
         for attempt in range(self.plan.remeasures + 1):
             noisy = self.noisy()
             self.invariants = checks(self)
             broken = [inv for inv in self.invariants if not inv["holds"]]
             if not noisy and not broken:
                 return
-            if attempt == self.plan.remeasures:
+            if attempt == self.plan.remeasures or (now_busy := busy()):
                 break
             again = {self.group_of(s.key) for s in noisy}
             again |= {self.group_of(key) for inv in broken for key in inv["series"] if key in self.series}
@@ -166,11 +170,14 @@ class Ledger:
                  f"(samples {', '.join(f'{v:.1f}' for v in s.samples)} {s.unit}), above the noise margin of "
                  f"{self.plan.noise:.0%}" for s in noisy]
         lines += [f"invariant {inv['name']} does not hold: {inv['detail']}" for inv in broken]
+        if now_busy:
+            lines.append(f"the machine is busy now, so measuring again could not help: {now_busy}")
         self.disturbed = lines
         if self.plan.stop_when_disturbed:
+            tried = "before measuring them again" if now_busy else \
+                f"and measuring them again {self.plan.remeasures} times did not help"
             raise DisturbedMeasurement(
-                "the machine disturbed these measurements, and measuring them again "
-                f"{self.plan.remeasures} times did not help:\n  " + "\n  ".join(lines) +
+                f"the machine disturbed these measurements, {tried}:\n  " + "\n  ".join(lines) +
                 "\nNothing was published. The machine was busy (another process on its cores?): build again when "
                 "it is quiet, or build a draft with PD_SWEEP=quick, which records the disturbance instead.")
 
@@ -530,7 +537,7 @@ def measure(model: LoadedModel, plan: Plan = PLANS["site"], progress: Progress =
             found = invariants(led, model, widths, best_ceilings())
         return found
 
-    ledger.settle(checks)
+    ledger.settle(checks, lambda: _probe(ledger, model, plan))
     report("two users on a clock", None)
     two = two_users_plays(model, plan, report)
     for _ in range(plan.remeasures):  # the timelines are series too: played again while their spread is too wide

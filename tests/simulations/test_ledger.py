@@ -119,6 +119,22 @@ def test_a_machine_busy_before_the_rounds_stops_the_build_before_measuring(model
     assert timed == []  # stopped before the first round
 
 
+def test_a_machine_that_became_busy_stops_the_build_instead_of_measuring_again(model):
+    probes: list[int] = []
+
+    class BusyLater(disturbing("ttft/f32/32")):
+        def probe_times(self, times: list[float]) -> list[float]:  # quiet before the rounds, busy after them
+            probes.append(len(times))
+            return times if len(probes) == 1 else [t + (300.0 if i % 2 else 0.0) for i, t in enumerate(times)]
+
+    with pytest.raises(DisturbedMeasurement) as stopped:
+        ledger.measure(model, PLAN, ledger_class=BusyLater)
+    message = str(stopped.value)
+    assert "ttft/f32/32: spread" in message and "before measuring them again" in message
+    assert "the machine is busy now, so measuring again could not help" in message
+    assert len(probes) == 2  # the probe before the rounds, and the one that found the machine busy
+
+
 def test_a_quiet_probe_lets_the_rounds_run(measured):
     assert not any("the machine is busy" in line or "one after another" in line for line in measured["disturbed"])
 
