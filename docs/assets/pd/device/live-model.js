@@ -140,8 +140,8 @@ export class LiveModel {
     }
   }
 
-  /** T tokens through every layer, appended to the cache; the logits of the last. */
-  forward(tokens) {
+  /** T tokens through every layer, appended to the cache; the logits of the last. afterLayer(l) after each layer. */
+  forward(tokens, afterLayer = null) {
     const T = tokens.length, pos0 = this.length;
     const { dims, k } = this;
     if (pos0 + T > this.capacity.tokens || T > this.capacity.rows) {
@@ -165,6 +165,7 @@ export class LiveModel {
       this.matmul(this.xn, w.up, this.gateUp + 4 * dims.ff, T, dims.ff, dims.d, false, 2 * dims.ff);
       this.swiglu(T);
       this.matmul(this.hidden, w.down, this.x, T, dims.d, dims.ff, true);
+      afterLayer?.(l);
     });
     this.length += T;
     this.rmsnorm(this.x, this.outputNorm, this.last, 1, T - 1);
