@@ -210,6 +210,72 @@ def first_token(playwright: Any, url: str) -> dict[str, Any]:
         browser.close()
 
 
+# Prefill split by rows between two workers, each holding the weights (live-worker.js as the page starts it): the
+# 512 rows on one worker, the two halves at once on two (the second half attending only to itself here: about 4% of
+# the work less than a real split), and 256 rows alone; interleaved. And what a real split would add: the first
+# half's K and V (256 rows, one layer) copied by structured clone, which a split sends once a layer.
+PREFILL_SPLIT = """async ([name, repeats]) => {
+  const base = new URL('/assets/pd/model/', location.href);
+  const { tokenizer: _, ...manifest } = await (await fetch(new URL(name, base))).json();
+  const start = () => new Promise((resolve, reject) => {
+    const worker = new Worker('/assets/pd/device/live-worker.js', { type: 'module' });
+    worker.onmessage = ({ data }) => data.type === 'ready' ? resolve(worker)
+      : data.type === 'error' ? reject(new Error(data.message)) : null;
+    worker.postMessage({ type: 'load', manifest, modelBase: base.href, refuseStorage: false });
+  });
+  const prefill = (worker, ids) => new Promise((resolve, reject) => {
+    worker.onmessage = ({ data }) => data.type === 'prefill' ? resolve(data.ms)
+      : data.type === 'error' ? reject(new Error(data.message)) : null;
+    worker.postMessage({ type: 'generate', ids, maxNew: 1, stopIds: [] });
+  });
+  const workers = [await start(), await start()];
+  const vocab = manifest.config.vocab_size;
+  const ids = Array.from({ length: 512 }, (_, i) => (i * 2654435761 >>> 7) % vocab);
+  const wall = async (run) => { const t0 = performance.now(); await run(); return performance.now() - t0; };
+  const out = { one_512: [], two_256: [], one_256: [], clone_kv_ms: [] };
+  await prefill(workers[0], ids.slice(0, 64)); await prefill(workers[1], ids.slice(0, 64));  // warm
+  for (let r = 0; r < repeats; r += 1) {
+    out.one_512.push(await wall(() => prefill(workers[0], ids)));
+    out.two_256.push(await wall(() => Promise.all([prefill(workers[0], ids.slice(0, 256)),
+      prefill(workers[1], ids.slice(256))])));
+    out.one_256.push(await wall(() => prefill(workers[1], ids.slice(256))));
+  }
+  const kv = new Float32Array(256 * 2 * manifest.config.n_kv_heads * manifest.config.head_dim);
+  for (let r = 0; r < 20; r += 1) out.clone_kv_ms.push(await wall(async () => structuredClone(kv)));
+  workers.forEach((w) => w.terminate());
+  return { ...out, layers: manifest.config.n_layers, cores: navigator.hardwareConcurrency };
+}"""
+
+
+def prefill_split_main(site: Path, rounds: int) -> int:
+    """--prefill-split: would prefill pay split between two workers? Printed, nothing asserted."""
+    from playwright.sync_api import sync_playwright
+
+    with StaticServer(site) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{server.url}{CHAPTER}")
+            demo = page.locator(".pd-demo[data-pd-demo=conversation]").first
+            descriptor = page.evaluate("el => fetch(new URL(el.dataset.pdTrace, document.baseURI)).then((r) => "
+                                       "r.json())", demo.element_handle())["live"]
+            got = page.evaluate(PREFILL_SPLIT, [descriptor["manifest"], rounds])
+        finally:
+            browser.close()
+    speedup = [a / b for a, b in zip(got["one_512"], got["two_256"], strict=True)]
+    halves = [a / b for a, b in zip(got["one_256"], got["one_512"], strict=True)]
+    print(f"{got['cores']} cores reported; {rounds} interleaved repeats")
+    print(f"prefill of 512 rows on one worker (ms): {spread(got['one_512'])}")
+    print(f"two workers, 256 rows each at once (ms): {spread(got['two_256'])}")
+    print(f"one worker, 256 rows (ms): {spread(got['one_256'])}")
+    print(f"one worker's 512 ÷ two workers' 256 each (speed-up of the split): {spread(speedup)}")
+    print(f"256 rows ÷ 512 rows on one worker: {spread(halves)}")
+    clone = statistics.median(got["clone_kv_ms"])
+    print(f"one layer's K and V of 256 rows copied (structured clone, ms): {spread(got['clone_kv_ms'])}; "
+          f"× {got['layers']} layers: {clone * got['layers']:.3g} ms a prefill")
+    return 0
+
+
 def live_main(site: Path, rounds: int, as_json: bool) -> int:
     from playwright.sync_api import sync_playwright
 
@@ -283,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="extra backend:mode runs after the rounds (backend auto, wasm, js or webgpu)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--live", action="store_true", help="the real model in the page beside numba (see above)")
+    parser.add_argument("--prefill-split", action="store_true",
+                        help="with --live: prefill split by rows between two workers, against one (see PREFILL_SPLIT)")
     parser.add_argument("--numba-phases", action="store_true", help=argparse.SUPPRESS)  # numba_in_process's child
     args = parser.parse_args(argv)
     if args.numba_phases:
@@ -297,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
                 env["PD_LIVE_MODEL"] = "smollm2-135m"
             subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
                            cwd=REPO, env=env, check=True)
+        if args.live and args.prefill_split:
+            return prefill_split_main(site, args.rounds)
         if args.live:
             return live_main(site, args.rounds, args.json)
         from playwright.sync_api import sync_playwright
