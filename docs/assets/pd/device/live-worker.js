@@ -42,7 +42,7 @@ async function load({ manifest, modelBase, refuseStorage }) {
   if (!kernels) throw new DeviceError("load", "this browser has no WebAssembly SIMD");
   const store = await openStore(refuseStorage);
   let done = 0;
-  const placed = await loadWeights(kernels.module, manifest, modelBase, store, (n) => {
+  const placed = await loadWeights(kernels, manifest, modelBase, store, (n) => {
     done += n;
     post({ type: "progress", loaded: done, total: manifest.file_bytes });
   });
