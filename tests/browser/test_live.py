@@ -42,9 +42,11 @@ HARD = ["用三句话解释量子计算。", "emoji 🤖👩‍💻 ok", "digits
 # The browser's logits against the numpy model's on the same file (`kernels.use("numpy")`: llama.cpp's reference
 # dequantization, then float32 products by BLAS), as a fraction of the largest |logit|. Both multiply the same
 # dequantized weights in float32; they differ only in the order products are summed (BLAS's blocks against the
-# kernels' four lanes, a fused multiply-add under relaxed SIMD) and in exp/tanh/sqrt's last bits. The bound is the
-# worst-case rounding of one float32 sum of the longest rows here (1,536 terms · 2^-24 ≈ 9e-5), rounded up; measured
-# differences grow as a random walk instead: 8e-7 on the tiny model, 1.4e-6 on SmolLM2 (prefill and 8 decode steps).
+# kernels' four lanes, a fused multiply-add under relaxed SIMD, which also writes decode's activations as three
+# 8-bit digits for Q4_1's integer products: within 1.2e-7 of a block's largest) and in exp/tanh/sqrt's last bits. The
+# bound is the worst-case rounding of one float32 sum of the longest rows here (1,536 terms · 2^-24 ≈ 9e-5), rounded
+# up; measured differences grow as a random walk instead: 1.6e-6 on the tiny model, 1.4e-6 on SmolLM2 (prefill and 8
+# decode steps).
 LOGIT_TOLERANCE = 1e-4
 LOGIT_STEPS = 8  # decode steps compared after prefill
 # What a press loads (the control's own stylesheet, device/live.css, loads with the demo).
