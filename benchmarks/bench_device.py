@@ -17,6 +17,7 @@ asserted: the machines are shared and noisy, which the range shows. Without --si
 with the tiny model.
 
     .venv/bin/python benchmarks/bench_device.py --live          # the real model in the page beside numba (3 rounds)
+    .venv/bin/python benchmarks/bench_device.py --live --prefill-split --rounds 5   # prefill on two workers vs one
 
 With --live it measures the real SmolLM2 running in the page (docs/assets/pd/device/README.md) beside the project's
 own kernels (simulations/, numba) on the same machine in the same run, interleaved: decode tokens/s at a 512-token
