@@ -39,8 +39,8 @@ RUN_TIMEOUT_S = 240
 # them one by one), runs of spaces and newlines, accents and typographic quotes, the special tokens.
 HARD = ["用三句话解释量子计算。", "emoji 🤖👩‍💻 ok", "digits 1234567 3.14159", "runs of   spaces\n\n\nand\tnewlines  \n",
         "<|im_start|>user\nhi<|im_end|>\n", "naïve café — “quotes”", "  leading", "x<|endoftext|>y"]
-# The browser's logits against the numpy model's on the same file (`kernels.use("numpy")`: llama.cpp's reference
-# dequantization, then float32 products by BLAS), as a fraction of the largest |logit|. Both multiply the same
+# The browser's logits against the numpy model's on the same file (`kernels.use("numpy")`: the weights dequantized by
+# llama.cpp's reference, then float32 products by BLAS), as a fraction of the largest |logit|. Both multiply the same
 # dequantized weights in float32; they differ only in the order products are summed (BLAS's blocks against the
 # kernels' four lanes, a fused multiply-add under relaxed SIMD, which also writes decode's activations as three
 # 8-bit digits for Q4_1's integer products: within 1.2e-7 of a block's largest) and in exp/tanh/sqrt's last bits. The
@@ -143,9 +143,10 @@ def worker_logits(page, manifest_name: str, ids: list[int], steps: int) -> tuple
 
 
 def numpy_logits(gguf: Path, ids: list[int], steps: int) -> tuple[list[int], np.ndarray]:
-    """The numpy model (llama.cpp's reference dequantization, BLAS) on the same file in its own formats: the same
-    passes as `worker_logits`."""
-    model = convert(load_model(str(gguf)), "q4_1")
+    """The numpy model on the same file: its weights as the file's formats give them (dequantized once by llama.cpp's
+    reference, `gguf.quants`, the values the quantized path dequantizes tile by tile at every pass), multiplied by
+    BLAS in float32; the same passes as `worker_logits`."""
+    model = load_model(str(gguf))
     with kernels.use("numpy"):
         passes = list(generate(model, ids, max_new_tokens=steps + 1, stop_at_eos=False))
     return [p.token for p in passes], np.array([p.logits for p in passes], dtype=np.float64)
