@@ -17,6 +17,7 @@ asserted: the machines are shared and noisy, which the range shows. Without --si
 with the tiny model.
 
     .venv/bin/python -m benchmarks.bench_device --live          # the real model in the page beside numba (3 rounds)
+    .venv/bin/python -m benchmarks.bench_device --live --prefill-split --rounds 5   # prefill on two workers vs one
 
 With --live it measures the real SmolLM2 running in the page (docs/assets/pd/device/README.md) beside the project's
 own kernels (simulations/, numba) on the same machine in the same run, interleaved: decode tokens/s at a 512-token
@@ -131,7 +132,8 @@ FORMAT_RATES = """async () => {
   k.f16_table(1024);
   const shapes = [[1728, 576], [576, 576], [3072, 576], [576, 1536]];  // Q, K and V; output; gate and up; down
   const out = {};
-  for (const [name, type, blockBytes] of [['q8_0', 1, 34], ['q4_1', 2, 20]]) {
+  // q4_1_int: Q4_1 in integer dot products (matvec_q4_1_int), what the page runs under relaxed SIMD.
+  for (const [name, type, blockBytes] of [['q8_0', 1, 34], ['q4_1', 2, 20], ['q4_1_int', 2, 20]]) {
     let weights = 0, ms = 0;
     for (const [N, K] of shapes) {
       const w = 1 << 20, rowBytes = K / 32 * blockBytes, x = w + N * rowBytes + 64, y = x + 4 * K + 64, scratch = y + 4 * N + 64;
@@ -140,9 +142,12 @@ FORMAT_RATES = """async () => {
       for (let b = 0; b < N * K / 32; b += 1) { u8[w + b * blockBytes] = 0; u8[w + b * blockBytes + 1] = 0x2c;
         if (type === 2) { u8[w + b * blockBytes + 2] = 0; u8[w + b * blockBytes + 3] = 0xac; } }
       let best = Infinity;
+      const f = new Float32Array(k.memory.buffer, x, K);
+      for (let i = 0; i < K; i += 1) f[i] = Math.sin(i);  // finite activations: the digits' path needs them
       for (let r = 0; r < 30; r += 1) {
         const t0 = performance.now();
-        for (let i = 0; i < 10; i += 1) k.matvec_q(x, w, y, 1, N, K, 0, type, 4 * N, scratch);
+        for (let i = 0; i < 10; i += 1) name === 'q4_1_int' ? k.matvec_q4_1_int(x, w, y, 1, N, K, 0, 4 * N, scratch)
+          : k.matvec_q(x, w, y, 1, N, K, 0, type, 4 * N, scratch);
         best = Math.min(best, (performance.now() - t0) / 10);
       }
       weights += N * K; ms += best;
@@ -211,6 +216,72 @@ def first_token(playwright: Any, url: str) -> dict[str, Any]:
         browser.close()
 
 
+# Prefill split by rows between two workers, each holding the weights (live-worker.js as the page starts it): the
+# 512 rows on one worker, the two halves at once on two (the second half attending only to itself here: about 4% of
+# the work less than a real split), and 256 rows alone; interleaved. And what a real split would add: the first
+# half's K and V (256 rows, one layer) copied by structured clone, which a split sends once a layer.
+PREFILL_SPLIT = """async ([name, repeats]) => {
+  const base = new URL('/assets/pd/model/', location.href);
+  const { tokenizer: _, ...manifest } = await (await fetch(new URL(name, base))).json();
+  const start = () => new Promise((resolve, reject) => {
+    const worker = new Worker('/assets/pd/device/live-worker.js', { type: 'module' });
+    worker.onmessage = ({ data }) => data.type === 'ready' ? resolve(worker)
+      : data.type === 'error' ? reject(new Error(data.message)) : null;
+    worker.postMessage({ type: 'load', manifest, modelBase: base.href, refuseStorage: false });
+  });
+  const prefill = (worker, ids) => new Promise((resolve, reject) => {
+    worker.onmessage = ({ data }) => data.type === 'prefill' ? resolve(data.ms)
+      : data.type === 'error' ? reject(new Error(data.message)) : null;
+    worker.postMessage({ type: 'generate', ids, maxNew: 1, stopIds: [] });
+  });
+  const workers = [await start(), await start()];
+  const vocab = manifest.config.vocab_size;
+  const ids = Array.from({ length: 512 }, (_, i) => (i * 2654435761 >>> 7) % vocab);
+  const wall = async (run) => { const t0 = performance.now(); await run(); return performance.now() - t0; };
+  const out = { one_512: [], two_256: [], one_256: [], clone_kv_ms: [] };
+  await prefill(workers[0], ids.slice(0, 64)); await prefill(workers[1], ids.slice(0, 64));  // warm
+  for (let r = 0; r < repeats; r += 1) {
+    out.one_512.push(await wall(() => prefill(workers[0], ids)));
+    out.two_256.push(await wall(() => Promise.all([prefill(workers[0], ids.slice(0, 256)),
+      prefill(workers[1], ids.slice(256))])));
+    out.one_256.push(await wall(() => prefill(workers[1], ids.slice(256))));
+  }
+  const kv = new Float32Array(256 * 2 * manifest.config.n_kv_heads * manifest.config.head_dim);
+  for (let r = 0; r < 20; r += 1) out.clone_kv_ms.push(await wall(async () => structuredClone(kv)));
+  workers.forEach((w) => w.terminate());
+  return { ...out, layers: manifest.config.n_layers, cores: navigator.hardwareConcurrency };
+}"""
+
+
+def prefill_split_main(site: Path, rounds: int) -> int:
+    """--prefill-split: would prefill pay split between two workers? Printed, nothing asserted."""
+    from playwright.sync_api import sync_playwright
+
+    with StaticServer(site) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{server.url}{CHAPTER}")
+            demo = page.locator(".pd-demo[data-pd-demo=conversation]").first
+            descriptor = page.evaluate("el => fetch(new URL(el.dataset.pdTrace, document.baseURI)).then((r) => "
+                                       "r.json())", demo.element_handle())["live"]
+            got = page.evaluate(PREFILL_SPLIT, [descriptor["manifest"], rounds])
+        finally:
+            browser.close()
+    speedup = [a / b for a, b in zip(got["one_512"], got["two_256"], strict=True)]
+    halves = [a / b for a, b in zip(got["one_256"], got["one_512"], strict=True)]
+    print(f"{got['cores']} cores reported; {rounds} interleaved repeats")
+    print(f"prefill of 512 rows on one worker (ms): {spread(got['one_512'])}")
+    print(f"two workers, 256 rows each at once (ms): {spread(got['two_256'])}")
+    print(f"one worker, 256 rows (ms): {spread(got['one_256'])}")
+    print(f"one worker's 512 ÷ two workers' 256 each (speed-up of the split): {spread(speedup)}")
+    print(f"256 rows ÷ 512 rows on one worker: {spread(halves)}")
+    clone = statistics.median(got["clone_kv_ms"])
+    print(f"one layer's K and V of 256 rows copied (structured clone, ms): {spread(got['clone_kv_ms'])}; "
+          f"× {got['layers']} layers: {clone * got['layers']:.3g} ms a prefill")
+    return 0
+
+
 def live_main(site: Path, rounds: int, as_json: bool) -> int:
     results = []
     with StaticServer(site) as server, sync_playwright() as playwright:
@@ -264,7 +335,7 @@ def live_main(site: Path, rounds: int, as_json: bool) -> int:
     print(f"| of which press to the prompt sent (weights read from storage, tokenizer built) (s) | {spread(opened)} | — |")
     print(f"| page transfer before the press (kB; no model, library or kernel file) | {spread(transfer)} | "
           "unchanged (tests/browser page-weight test) |")
-    for fmt in ("q4_1", "q8_0"):
+    for fmt in ("q4_1", "q4_1_int", "q8_0"):
         values = [r[fmt]["gweights_per_s"] for r in rates]
         print(f"| page kernel, {fmt.upper()} decode product, G weights/s (one worker) | {spread(values)} | — |")
     published = sum(done[0]["press"]["first"]["format"].values())
@@ -282,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="extra backend:mode runs after the rounds (backend auto, wasm, js or webgpu)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--live", action="store_true", help="the real model in the page beside numba (see above)")
+    parser.add_argument("--prefill-split", action="store_true",
+                        help="with --live: prefill split by rows between two workers, against one (see PREFILL_SPLIT)")
     parser.add_argument("--numba-phases", action="store_true", help=argparse.SUPPRESS)  # numba_in_process's child
     args = parser.parse_args(argv)
     if args.numba_phases:
@@ -296,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
                 env["PD_LIVE_MODEL"] = "smollm2-135m"
             subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
                            cwd=REPO, env=env, check=True)
+        if args.live and args.prefill_split:
+            return prefill_split_main(site, args.rounds)
         if args.live:
             return live_main(site, args.rounds, args.json)
         rounds, extra = [], []

@@ -2,7 +2,9 @@
 
 The text is the source; the binaries are generated files (never written into docs/). One macro is
 expanded first: `(MADD a b c)` (a × b + c on f32x4) becomes relaxed SIMD's fused multiply-add in the
-"relaxed" variant and a multiply then an add in the "simd" variant, for browsers without relaxed SIMD.
+"relaxed" variant and a multiply then an add in the "simd" variant, for browsers without relaxed SIMD; `(IDOT a b c)`
+(c plus the products of a's signed bytes and b's bytes 0-127, summed four to an i32 lane) becomes relaxed SIMD's
+integer dot product, or widening multiplies and pairwise sums.
 """
 
 from __future__ import annotations
@@ -39,19 +41,28 @@ def _operands(text: str, start: int, count: int) -> tuple[list[str], int]:
     return found, i
 
 
+def _written_out(name: str, a: str, b: str, c: str, variant: str) -> str:
+    if name == "MADD":
+        return f"(f32x4.relaxed_madd {a} {b} {c})" if variant == "relaxed" else f"(f32x4.add (f32x4.mul {a} {b}) {c})"
+    if variant == "relaxed":  # IDOT: b's lanes must be 0-127 (i7), where every implementation agrees
+        return f"(i32x4.relaxed_dot_i8x16_i7x16_add_s {a} {b} {c})"
+    # The same sum in other lanes (products paired differently): only the sum over the lanes is used.
+    return (f"(i32x4.add {c} (i32x4.add (i32x4.extadd_pairwise_i16x8_s (i16x8.extmul_low_i8x16_s {a} {b})) "
+            f"(i32x4.extadd_pairwise_i16x8_s (i16x8.extmul_high_i8x16_s {a} {b}))))")
+
+
 def expand(text: str, variant: str) -> str:
-    """The text with every `(MADD a b c)` written out for `variant` ("relaxed" or "simd")."""
+    """The text with every `(MADD a b c)` and `(IDOT a b c)` written out for `variant` ("relaxed" or "simd")."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown kernel variant {variant!r}; allowed: {', '.join(VARIANTS)}")
-    while (at := text.find("(MADD ")) >= 0:
-        (a, b, c), end = _operands(text, at + len("(MADD"), 3)
+    while (found := [(at, name) for name in ("MADD", "IDOT") if (at := text.find(f"({name} ")) >= 0]):
+        at, name = min(found)
+        (a, b, c), end = _operands(text, at + len(name) + 1, 3)
         close = text.index(")", end)
         if text[end:close].strip():
-            raise ValueError(f"{SOURCE.name}: MADD takes exactly three operands, near {text[at:at + 60]!r}")
+            raise ValueError(f"{SOURCE.name}: {name} takes exactly three operands, near {text[at:at + 60]!r}")
         a, b, c = (expand(part, variant) for part in (a, b, c))
-        fused = (f"(f32x4.relaxed_madd {a} {b} {c})" if variant == "relaxed"
-                 else f"(f32x4.add (f32x4.mul {a} {b}) {c})")
-        text = text[:at] + fused + text[close + 1:]
+        text = text[:at] + _written_out(name, a, b, c, variant) + text[close + 1:]
     return text
 
 

@@ -11,12 +11,15 @@ simulation)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from harness.static_server import StaticServer
+from simulations import kernels
 from simulations.convert import convert
 from simulations.generate import generate
 from simulations.loader import load_model
@@ -28,11 +31,24 @@ PAGE = "two-phases/"
 RUN = {"": "在这台设备上运行", "en/": "Run it on this device"}
 RETRY = {"": "重试", "en/": "Retry"}
 FORGET = {"": "删除已下载的模型", "en/": "Forget the downloaded model"}
+STOP = {"": "停止", "en/": "Stop"}
+STOPPED = {"": "已停止。", "en/": "Stopped."}
+PACE_MS = 50  # ?pd-live-pace: the tiny model's decode steps this far apart, so that Stop lands mid-run
 RUN_TIMEOUT_S = 240
 # Strings whose tokens are hard to get right: CJK, emoji (four-byte characters, a joiner), digits (SmolLM2 splits
 # them one by one), runs of spaces and newlines, accents and typographic quotes, the special tokens.
 HARD = ["用三句话解释量子计算。", "emoji 🤖👩‍💻 ok", "digits 1234567 3.14159", "runs of   spaces\n\n\nand\tnewlines  \n",
         "<|im_start|>user\nhi<|im_end|>\n", "naïve café — “quotes”", "  leading", "x<|endoftext|>y"]
+# The browser's logits against the numpy model's on the same file (`kernels.use("numpy")`: the weights dequantized by
+# llama.cpp's reference, then float32 products by BLAS), as a fraction of the largest |logit|. Both multiply the same
+# dequantized weights in float32; they differ only in the order products are summed (BLAS's blocks against the
+# kernels' four lanes, a fused multiply-add under relaxed SIMD, which also writes decode's activations as three
+# 8-bit digits for Q4_1's integer products: within 1.2e-7 of a block's largest) and in exp/tanh/sqrt's last bits. The
+# bound is the worst-case rounding of one float32 sum of the longest rows here (1,536 terms · 2^-24 ≈ 9e-5), rounded
+# up; measured differences grow as a random walk instead: 1.6e-6 on the tiny model, 1.4e-6 on SmolLM2 (prefill and 8
+# decode steps).
+LOGIT_TOLERANCE = 1e-4
+LOGIT_STEPS = 8  # decode steps compared after prefill
 # What a press loads (the control's own stylesheet, device/live.css, loads with the demo).
 LIVE_FILES = ("/assets/pd/model/", "/assets/vendor/tokenizers", "/assets/vendor/jinja", "/assets/pd/device/live.js",
               "/assets/pd/device/live-", "/assets/pd/device/kernels-", "/assets/pd/device/wasm.js")
@@ -103,6 +119,52 @@ def numpy_greedy(gguf: Path, prompt: str, chat: bool, max_new: int) -> tuple[lis
     return ids, generated, model.tokenizer.decode(shown)
 
 
+def worker_logits(page, manifest_name: str, ids: list[int], steps: int) -> tuple[list[int], np.ndarray]:
+    """The live worker's answer to its test message: prefill's last logits and `steps` greedy decode steps' after
+    it (the worker loads the weights as a press does, from memory), and the tokens it chose."""
+    answer = page.evaluate("""async ([name, ids, steps]) => {
+        const base = new URL('/assets/pd/model/', location.href);
+        const { tokenizer: _, ...manifest } = await (await fetch(new URL(name, base))).json();
+        const worker = new Worker('/assets/pd/device/live-worker.js', { type: 'module' });
+        const reply = (type) => new Promise((resolve, reject) => {
+          worker.onmessage = ({ data }) => data.type === type ? resolve(data)
+            : data.type === 'error' ? reject(new Error(data.kind + ': ' + data.message)) : null;
+        });
+        const ready = reply('ready');
+        worker.postMessage({ type: 'load', manifest, modelBase: base.href, refuseStorage: true });
+        await ready;
+        const logits = reply('logits');
+        worker.postMessage({ type: 'logits', ids, steps });
+        const answer = await logits;
+        worker.terminate();
+        return { tokens: answer.tokens, logits: answer.logits.map((row) => Array.from(row)) };
+    }""", [manifest_name, ids, steps])
+    return answer["tokens"], np.array(answer["logits"], dtype=np.float64)
+
+
+def numpy_logits(gguf: Path, ids: list[int], steps: int) -> tuple[list[int], np.ndarray]:
+    """The numpy model on the same file: its weights as the file's formats give them (dequantized once by llama.cpp's
+    reference, `gguf.quants`, the values the quantized path dequantizes tile by tile at every pass), multiplied by
+    BLAS in float32; the same passes as `worker_logits`."""
+    model = load_model(str(gguf))
+    with kernels.use("numpy"):
+        passes = list(generate(model, ids, max_new_tokens=steps + 1, stop_at_eos=False))
+    return [p.token for p in passes], np.array([p.logits for p in passes], dtype=np.float64)
+
+
+def assert_logits_agree(page, gguf: Path, manifest_name: str, ids: list[int]) -> float:
+    """Browser and numpy logits within LOGIT_TOLERANCE of the largest |logit|; the worst difference, so scaled."""
+    tokens, ours = worker_logits(page, manifest_name, ids, LOGIT_STEPS)
+    expected_tokens, theirs = numpy_logits(gguf, ids, LOGIT_STEPS)
+    assert tokens == expected_tokens, "the greedy tokens differ, so the passes compared would differ"
+    assert ours.shape == theirs.shape == (LOGIT_STEPS + 1, theirs.shape[1])
+    worst = float(np.abs(ours - theirs).max() / np.abs(theirs).max())
+    print(f"logits: worst difference {worst:.2e} of the largest |logit| (tolerance {LOGIT_TOLERANCE:.0e})")
+    assert worst <= LOGIT_TOLERANCE, f"the browser's logits differ from numpy's by {worst:.2e} of the largest"
+    assert (ours.argmax(axis=1) == theirs.argmax(axis=1)).all()
+    return worst
+
+
 @pytest.mark.parametrize("lang", ["", "en/"])
 def test_nothing_is_fetched_before_the_press_and_the_control_states_the_download(open_page, lang):
     page, log, demo = open_live(open_page, lang)
@@ -137,6 +199,17 @@ def test_the_model_runs_on_this_device_and_its_greedy_tokens_equal_numpys(open_p
     assert all(value != "–" for value in readouts), readouts
     assert page.evaluate("() => document.activeElement.textContent") == RUN[lang], "focus returns to the button"
     live_section(page).screenshot(path=str(screenshot_dir / f"live-{lang.strip('/') or 'zh'}-{scheme}.png"))
+    log.assert_clean()
+
+
+def test_the_browsers_logits_agree_with_numpys_within_the_tolerance(open_page, built_site: Path):
+    """Prefill's last position and the decode steps after it, every logit of the vocabulary (tiny model)."""
+    page, log, demo = open_live(open_page, "en/")
+    live = page.evaluate("el => fetch(new URL(el.dataset.pdTrace, document.baseURI)).then((r) => r.json())",
+                         demo.element_handle())["live"]
+    gguf = published_model(built_site, page)
+    ids, _, _ = numpy_greedy(gguf, live["prompt"], live["chat"], 1)
+    assert_logits_agree(page, gguf, live["manifest"], ids)
     log.assert_clean()
 
 
@@ -229,6 +302,119 @@ def test_the_tokenizer_in_the_page_splits_hard_strings_as_the_build_does(open_pa
     log.assert_clean()
 
 
+def start_paced_run(page, demo, lang: str, max_tokens: int) -> None:
+    """Run with `max_tokens` and wait for the first decode steps to show."""
+    demo.locator(".pd-live__max").fill(str(max_tokens))
+    demo.get_by_role("button", name=RUN[lang]).click()
+    page.wait_for_function("el => el.dataset.pdLiveState === 'running' && "
+                           "el.querySelector('.pd-live__answer').textContent.length > 0", arg=demo.element_handle(),
+                           timeout=RUN_TIMEOUT_S * 1000)
+
+
+@pytest.mark.parametrize("lang", ["", "en/"])
+def test_stop_during_decode_ends_the_run_at_once_and_keeps_what_was_generated(open_page, lang):
+    page, log, demo = open_live(open_page, lang, f"?pd-live-pace={PACE_MS}&pd-live-storage=refuse")
+    start_paced_run(page, demo, lang, 512)
+    stop = demo.get_by_role("button", name=STOP[lang])
+    assert page.evaluate("() => document.activeElement.textContent") == STOP[lang], "a run starts with focus on Stop"
+    # The readout read and Stop pressed in one task: what the page showed at the press.
+    cached_at_press = int("".join(c for c in stop.evaluate("""(button) => {
+        const shown = button.closest('.pd-live').querySelectorAll('.pd-readout__value')[2].textContent;
+        button.click();
+        return shown;
+    }""") if c.isdigit()))
+    assert wait_until_finished(page, demo) == "done"
+    result = result_of(demo)
+    assert result["stop_reason"] == "stopped"
+    shown_at_press = cached_at_press - len(result["prompt_tokens"]) + 1
+    # The step under way when the press arrived, and one more the page had not yet shown (50 ms each): never the
+    # 512 asked for.
+    generated = len(result["generated_ids"])
+    assert shown_at_press <= generated <= shown_at_press + 2, f"{generated} tokens after {shown_at_press} at Stop"
+    answer = demo.locator(".pd-live__answer").text_content()
+    assert answer and answer == result["text"], "the tokens generated before Stop stay on the page"
+    assert live_section(page).locator(".pd-live__status").text_content() == STOPPED[lang]
+    run = demo.get_by_role("button", name=RUN[lang])
+    assert run.is_enabled() and stop.is_disabled() and demo.locator(".pd-live__prompt").is_editable()
+    assert page.evaluate("() => document.activeElement.textContent") == RUN[lang], "focus moves from Stop to Run"
+    # The controls work again: a short run to its limit.
+    demo.locator(".pd-live__max").fill("3")
+    run.press("Enter")
+    assert wait_until_finished(page, demo) == "done" and result_of(demo)["stop_reason"] in ("length", "end")
+    log.assert_clean()
+
+
+def test_stop_while_the_model_loads_ends_the_worker_and_a_later_run_works(open_page):
+    page, log, demo = open_live(open_page, "en/", "?pd-live-storage=refuse")
+    release = []
+    page.route("**/assets/pd/model/*.bin", lambda route: release.append(route))  # the download hangs, never answered
+    demo.get_by_role("button", name=RUN["en/"]).click()
+    while not release:
+        page.wait_for_timeout(50)
+    demo.get_by_role("button", name=STOP["en/"]).click()
+    status = live_section(page).locator(".pd-live__status")
+    assert status.text_content() == STOPPED["en/"] and demo.get_attribute("data-pd-live-state") == "idle"
+    assert page.evaluate("() => document.activeElement.textContent") == RUN["en/"]
+    for route in release:
+        with contextlib.suppress(Exception):  # its worker is gone
+            route.abort()
+    page.unroute("**/assets/pd/model/*.bin")
+    page.keyboard.press("Enter")
+    assert wait_until_finished(page, demo) == "done"
+    log.assert_clean()
+
+
+# How each way of losing the worker is played: the query the page opens with, what the test does to it (a route
+# rewriting one of the worker's modules, or the Worker the page starts ended from outside), and the reason shown.
+LOST = {
+    # the browser ends the worker (as when it reclaims memory): nothing is said, the page hears silence
+    "silent": (f"?pd-live-silence=2&pd-live-pace={PACE_MS}", None,
+               {"": "2 秒内没有任何消息", "en/": "no word from it for 2 s"}),
+    # an error escapes the worker's handlers
+    "worker": ("", ("live-worker.js", "", 'setTimeout(() => { throw new Error("lost in the test"); }, 0);'),
+               {"": "后台线程意外终止", "en/": "stopped unexpectedly"}),
+    # the browser refuses to grow the memory
+    "memory": ("", ("wasm.js", "this.memory.grow(Math.ceil(short / PAGE_BYTES));",
+                    'throw new RangeError("WebAssembly.Memory.grow(): Maximum memory size exceeded");'),
+               {"": "内存不足，浏览器拒绝分配", "en/": "Not enough memory: the browser refused"}),
+}
+END_WORKER = """() => { const Started = Worker; window.pdTestWorkers = [];
+  window.Worker = class extends Started { constructor(...args) { super(...args); pdTestWorkers.push(this); } }; }"""
+
+
+@pytest.mark.parametrize(("lang", "how"), [("", "silent"), ("en/", "silent"), ("en/", "worker"), ("", "memory"),
+                                           ("en/", "memory")])
+def test_a_lost_worker_gives_its_reason_keeps_focus_and_retry_works(open_page, lang, how):
+    query, rewrite, reason = LOST[how]
+    page, log, demo = open_live(open_page, lang, query)
+    if rewrite:
+        module, old, new = rewrite
+
+        def rewritten(route) -> None:
+            response = route.fetch()
+            body = response.text()
+            assert old in body, f"{module} no longer holds the line the test rewrites"
+            route.fulfill(response=response, body=body.replace(old, new) if old else body + "\n" + new)
+
+        page.route(f"**/assets/pd/device/{module}", rewritten)
+        run_by_keyboard(page, demo, lang)
+    else:
+        page.evaluate(END_WORKER)  # only this test's page: the demo starts its worker at the press
+        start_paced_run(page, demo, lang, 40)
+        demo.get_by_role("button", name=STOP[lang]).focus()
+        page.evaluate("() => pdTestWorkers.at(-1).terminate()")
+    assert wait_until_finished(page, demo) == "error"
+    assert demo.get_attribute("data-pd-live-failure") == how
+    status = live_section(page).locator(".pd-live__status").text_content()
+    assert reason[lang] in status, status
+    assert page.evaluate("() => document.activeElement.textContent") == RETRY[lang], "focus is on Retry"
+    if rewrite:
+        page.unroute(f"**/assets/pd/device/{module}")
+    page.keyboard.press("Enter")
+    assert wait_until_finished(page, demo) == "done", live_section(page).locator(".pd-live__status").text_content()
+    log.assert_clean()
+
+
 def test_the_control_fits_a_320_px_screen_after_a_run(open_page):
     page, log, demo = open_live(open_page, "en/", viewport={"width": 320, "height": 700})
     demo.get_by_role("button", name=RUN["en/"]).click()
@@ -269,6 +455,20 @@ def test_the_real_model_runs_in_the_browser_and_its_greedy_tokens_equal_numpys(b
     assert result["generated_ids"] == generated
     assert result["text"] == text
     assert not errors
+
+
+@pytest.mark.real_model
+def test_the_real_models_logits_in_the_browser_agree_with_numpys(browser, real_live_site: Path):
+    with StaticServer(real_live_site) as server:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.goto(f"{server.url.rstrip('/')}/en/{PAGE}")
+        live = page.evaluate("el => fetch(new URL(el.dataset.pdTrace, document.baseURI)).then((r) => r.json())",
+                             demo_of(page).element_handle())["live"]
+        gguf = published_model(real_live_site, page)
+        ids, _, _ = numpy_greedy(gguf, live["prompt"], live["chat"], 1)
+        assert_logits_agree(page, gguf, live["manifest"], ids)
+        context.close()
 
 
 @pytest.mark.real_model

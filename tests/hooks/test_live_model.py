@@ -74,6 +74,34 @@ def test_decode_product_in_registers_equals_the_product_with_the_dequantized_mat
     np.testing.assert_allclose(kernels.get(yp, (T, N)), want, rtol=1e-4, atol=1e-5 * np.abs(x).sum(axis=1).max())
 
 
+@pytest.mark.parametrize(("T", "N", "K"), [(1, 7, 32), (1, 96, 576), (2, 130, 1536), (3, 5, 64)])
+def test_q4_1_decode_product_in_integers_equals_the_product_with_the_dequantized_matrix(kernels: Kernels, T: int,
+                                                                                      N: int, K: int):
+    """x's blocks as three 8-bit digits (2^-16 of the block's largest |x|) times Q4_1's nibbles, in integers: the
+    float product within the digits' rounding; a block of zeros, one of tiny values and one of huge ones included."""
+    rng = np.random.default_rng(T * 1000 + N + K + 1)
+    w = (0.05 * rng.standard_normal((N, K)) + 0.01).astype(np.float32)
+    x = rng.standard_normal((T, K)).astype(np.float32)
+    x[0, :32] = 0
+    if K >= 128:
+        x[0, 32:64] *= 1e-30
+        x[-1, 64:96] *= 1e30
+    stored = quantize(w, ggml_type("q4_1"))
+    reference = np.asarray(dequantize(stored, ggml_type("q4_1")), np.float64)
+    wp = put_bytes(kernels, stored.tobytes())
+    xp = kernels.put(x)
+    y0 = rng.standard_normal((T, N)).astype(np.float32)
+    yp = kernels.put(y0)
+    scratch = kernels.put(np.zeros(T * K, np.float32))
+    kernels("f16_table", kernels.put(np.zeros(65536, np.float32)))
+    kernels("matvec_q4_1_int", xp, wp, yp, T, N, K, 1, 4 * N, scratch)
+    want = y0 + x.astype(np.float64) @ reference.T
+    # An element's three digits are within 2^(e-17) of it, and the block's largest |x| is at least 63.5 · 2^e: each
+    # element is off by at most 1.2e-7 of its block's largest, a few times that of a typical element here.
+    scale = np.abs(x).astype(np.float64) @ np.abs(reference).T + np.abs(y0)
+    assert np.all(np.abs(kernels.get(yp, (T, N)) - want) <= 2e-6 * scale + 1e-30)
+
+
 @pytest.mark.parametrize("table", [False, True])
 @pytest.mark.parametrize("fmt", ["q8_0", "q4_1"])
 def test_embedding_row_is_llama_cpps_dequantized_row(kernels: Kernels, fmt: str, table: bool):

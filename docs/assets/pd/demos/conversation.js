@@ -50,7 +50,7 @@ export function mount(demo, data, { reducedMotion }) {
 // fetched after the press (../device/live.js). The run's result is on the page as data-pd-live-result.
 
 const LIVE_STYLE_URL = new URL("../device/live.css", import.meta.url);
-const LIVE_FAILURES = ["network", "integrity", "memory", "load", "kernel", "worker"];
+const LIVE_FAILURES = ["network", "integrity", "memory", "load", "kernel", "worker", "silent"];
 const LIVE_CONTEXT = 2048; // tokens a run may hold (prompt and answer)
 
 function loadLiveStyle() {
@@ -79,6 +79,9 @@ function mountLive(demo, stage, data, text, format) {
   loadLiveStyle();
   const query = new URLSearchParams(window.location.search);
   const refuseStorage = query.get("pd-live-storage") === "refuse"; // tests: a browser that refuses storage
+  // Tests: a lost worker found sooner; a pause between decode steps, so that Stop or a lost worker lands mid-run.
+  const silenceLimitS = Number(query.get("pd-live-silence")) || undefined;
+  const paceMs = Number(query.get("pd-live-pace")) || 0;
   const megabytes = format.number(live.download_bytes / 1e6);
   const promptBox = h("textarea", { class: "pd-live__prompt", id: `${id}-prompt`, rows: 2 });
   promptBox.value = live.prompt;
@@ -113,11 +116,14 @@ function mountLive(demo, stage, data, text, format) {
     bar, status, view);
   runButton.setAttribute("aria-describedby", `${id}-intro`);
 
-  const state = { session: null, running: false, run: 0 };
+  // generating: the prompt is with the worker (Stop then ends the run after the current step, keeping its tokens).
+  const state = { session: null, running: false, generating: false, stopping: false, run: 0 };
   demo.dataset.pdLiveState = "idle";
 
   function setRunning(running) {
     state.running = running;
+    state.generating &&= running;
+    state.stopping &&= running;
     runButton.disabled = running;
     forgetButton.disabled = running;
     promptBox.disabled = running;
@@ -133,7 +139,7 @@ function mountLive(demo, stage, data, text, format) {
     bar.hidden = true;
     demo.dataset.pdLiveState = "error";
     demo.dataset.pdLiveFailure = kind;
-    setText(status, text(`live.failed_${kind}`, { message: String(error?.message || error) }));
+    setText(status, text(`live.failed_${kind}`, { message: String(error?.message || error), seconds: error?.seconds }));
     setText(runButton, text("live.retry"));
     runButton.focus();
   }
@@ -155,7 +161,7 @@ function mountLive(demo, stage, data, text, format) {
     stopButton.focus();
     try {
       const { LiveSession } = await import("../device/live.js");
-      state.session ||= new LiveSession(live, { refuseStorage });
+      state.session ||= new LiveSession(live, { refuseStorage, silenceLimitS, paceMs });
       const session = state.session;
       bar.hidden = false;
       const ready = await session.open(({ stage: step, loaded, total }) => {
@@ -186,6 +192,7 @@ function mountLive(demo, stage, data, text, format) {
       chips.classList.add("pd-prompt--reading");
       setText(status, text("live.stage_prefill", { tokens: format.number(ids.length, 0) }));
       demo.dataset.pdLiveState = "running";
+      state.generating = true;
       const decoder = new TextDecoder("utf-8");
       const generated = [];
       const stops = new Set(session.stopIds);
@@ -238,9 +245,24 @@ function mountLive(demo, stage, data, text, format) {
 
   runButton.addEventListener("click", () => { if (!state.running) run(); });
   stopButton.addEventListener("click", () => {
-    if (!state.running) return;
-    state.session?.stop();
-    stopButton.disabled = true;
+    if (!state.running || state.stopping) return;
+    state.stopping = true;
+    if (state.generating) {
+      // The worker ends after the step it is in; the run then finishes as any other, its tokens kept. The button
+      // stays enabled meanwhile, so focus stays on it until it moves to Run.
+      state.session?.stop();
+      return;
+    }
+    // Still loading: the worker (and its download) ends now; the files already kept stay for the next press.
+    state.run += 1;
+    state.session?.close();
+    state.session = null;
+    setRunning(false);
+    bar.hidden = true;
+    demo.dataset.pdLiveState = "idle";
+    setText(status, text("live.done_stopped"));
+    setText(runButton, text("live.run"));
+    runButton.focus();
   });
   forgetButton.addEventListener("click", async () => {
     const { forget } = await import("../device/live-store.js");

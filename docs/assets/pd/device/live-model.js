@@ -9,8 +9,10 @@ const TYPE = { f32: 0, q8_0: 1, q4_1: 2 };
 const BAND_ROWS = 64; // weight rows matmul_q dequantizes at once for a prompt
 
 export class LiveModel {
-  constructor(module, manifest) {
+  /** integer: Q4_1's decode products in integers (where relaxed SIMD offers its dot product; see `matmul`). */
+  constructor(module, manifest, { integer = false } = {}) {
     this.manifest = manifest;
+    this.integer = integer;
     this.c = manifest.config;
     this.mem = new KernelMemory(module);
     this.k = this.mem.kernels;
@@ -76,7 +78,12 @@ export class LiveModel {
   matmul(x, w, y, T, N, K, acc, ys = N) {
     if (w.rows !== N || w.cols !== K) throw new DeviceError("kernel", `a ${w.rows}×${w.cols} matrix where ${N}×${K} was expected`);
     // A prompt: bands of rows dequantized into scratch, then the float32 tile kernel. A token: each row
-    // dequantized in registers (matvec_q), every weight read once.
+    // dequantized in registers (matvec_q), every weight read once; Q4_1 under relaxed SIMD as integer dot products
+    // of its nibbles and x's 8-bit digits (twice matvec_q's rate there; slower than it without relaxed SIMD).
+    if (T < 4 && w.type === TYPE.q4_1 && this.integer) {
+      this.k.matvec_q4_1_int(x, w.ptr, y, T, N, K, acc ? 1 : 0, 4 * ys, this.scratch);
+      return;
+    }
     const product = T >= 4 || w.type === TYPE.f32 ? this.k.matmul_q : this.k.matvec_q;
     product(x, w.ptr, y, T, N, K, acc ? 1 : 0, w.type, 4 * ys, this.scratch);
   }
@@ -140,8 +147,8 @@ export class LiveModel {
     }
   }
 
-  /** T tokens through every layer, appended to the cache; the logits of the last. */
-  forward(tokens) {
+  /** T tokens through every layer, appended to the cache; the logits of the last. afterLayer(l) after each layer. */
+  forward(tokens, afterLayer = null) {
     const T = tokens.length, pos0 = this.length;
     const { dims, k } = this;
     if (pos0 + T > this.capacity.tokens || T > this.capacity.rows) {
@@ -165,6 +172,7 @@ export class LiveModel {
       this.matmul(this.xn, w.up, this.gateUp + 4 * dims.ff, T, dims.ff, dims.d, false, 2 * dims.ff);
       this.swiglu(T);
       this.matmul(this.hidden, w.down, this.x, T, dims.d, dims.ff, true);
+      afterLayer?.(l);
     });
     this.length += T;
     this.rmsnorm(this.x, this.outputNorm, this.last, 1, T - 1);
@@ -196,12 +204,13 @@ export function argmax(logits) {
 
 /**
  * The model of `manifest` in a memory of its own: every chunk from `store` (Cache Storage, or null) or fetched from
- * `modelBase`, checked, and copied into place. onBytes(n) as bytes arrive. Resolves to {model, fromCache, kept}.
+ * `modelBase`, checked, and copied into place. onBytes(n) as bytes arrive; `kernels`: loadKernels()'s answer.
+ * Resolves to {model, fromCache, kept}.
  */
-export async function loadWeights(module, manifest, modelBase, store, onBytes = () => {}) {
+export async function loadWeights(kernels, manifest, modelBase, store, onBytes = () => {}) {
   let model;
   try {
-    model = new LiveModel(module, manifest);
+    model = new LiveModel(kernels.module, manifest, { integer: kernels.variant === "relaxed" });
   } catch (error) {
     throw error instanceof DeviceError ? error : new DeviceError("memory", String(error?.message || error));
   }

@@ -31,13 +31,47 @@ async function importLibrary(url) {
   }
 }
 
+// A worker that says nothing for this long while it is asked something is taken as lost: a browser that ends a
+// worker (to reclaim memory, say) tells the page nothing. The worker speaks at every chunk it reads, every layer of
+// a prefill and every decode step, each well under a second on a phone.
+export const SILENCE_LIMIT_S = 60;
+
 export class LiveSession {
-  /** descriptor: the demo JSON's `live`; refuseStorage: the tests' way to play a browser that refuses storage. */
-  constructor(descriptor, { refuseStorage = false } = {}) {
+  /**
+   * descriptor: the demo JSON's `live`; refuseStorage: the tests' way to play a browser that refuses storage;
+   * silenceLimitS: how long the worker may be silent before it counts as lost (shorter in the tests); paceMs: the
+   * tests' pause between decode steps.
+   */
+  constructor(descriptor, { refuseStorage = false, silenceLimitS = SILENCE_LIMIT_S, paceMs = 0 } = {}) {
     this.descriptor = descriptor;
     this.refuseStorage = refuseStorage;
+    this.silenceLimitS = silenceLimitS;
+    this.paceMs = paceMs;
     this.worker = null;
     this.ready = null;
+    this.handlers = {};
+  }
+
+  /** Wait for the worker's answer: `on(data, resolve, reject)` sees each message; a silent or failed worker rejects. */
+  ask(on) {
+    return new Promise((resolve, reject) => {
+      const settle = (fn) => (value) => {
+        clearInterval(this.watchdog);
+        this.handlers = {};
+        fn(value);
+      };
+      const done = settle(resolve), failed = settle(reject);
+      this.handlers = { reject: failed, message: (data) => on(data, done, failed) };
+      this.heard = performance.now();
+      clearInterval(this.watchdog);
+      this.watchdog = setInterval(() => {
+        if (document.hidden) this.heard = performance.now(); // a hidden tab's worker may be frozen with it
+        else if (performance.now() - this.heard > 1000 * this.silenceLimitS) {
+          failed(Object.assign(new DeviceError("silent", `no word from the worker for ${this.silenceLimitS} s`),
+            { seconds: this.silenceLimitS }));
+        }
+      }, Math.min(1000, 250 * this.silenceLimitS));
+    });
   }
 
   /** Manifest, tokenizer and worker with the weights in place. onProgress({stage, loaded, total}). */
@@ -57,18 +91,18 @@ export class LiveSession {
       throw new DeviceError("load", String(error?.message || error));
     }
     this.worker = worker;
-    this.ready = new Promise((resolve, reject) => {
-      this.handlers = { reject };
-      worker.onmessage = ({ data }) => this.handlers.message?.(data);
-      worker.onerror = (event) => {
-        event.preventDefault();
-        this.handlers.reject(new DeviceError("worker", event.message || WORKER_URL.pathname));
-      };
-      this.handlers.message = (data) => {
-        if (data.type === "progress") onProgress({ stage: "download", loaded: data.loaded, total: data.total });
-        else if (data.type === "ready") resolve(data);
-        else if (data.type === "error") reject(new DeviceError(data.kind, data.message));
-      };
+    worker.onmessage = ({ data }) => {
+      this.heard = performance.now();
+      this.handlers.message?.(data);
+    };
+    worker.onerror = (event) => {
+      event.preventDefault();
+      this.handlers.reject?.(new DeviceError("worker", event.message || WORKER_URL.pathname));
+    };
+    this.ready = this.ask((data, resolve, reject) => {
+      if (data.type === "progress") onProgress({ stage: "download", loaded: data.loaded, total: data.total });
+      else if (data.type === "ready") resolve(data);
+      else if (data.type === "error") reject(new DeviceError(data.kind, data.message));
     });
     this.ready.catch(() => {}); // awaited below, after the tokenizer: a failure meanwhile is not "unhandled"
     worker.postMessage({ type: "load", manifest: forWorker, modelBase: MODEL_BASE.href, refuseStorage: this.refuseStorage });
@@ -123,25 +157,25 @@ export class LiveSession {
    * Resolves when the worker says it is done; `stop()` ends it after the current step.
    */
   generate(ids, maxNew, on) {
-    return new Promise((resolve, reject) => {
-      this.handlers.reject = reject;
-      this.handlers.message = (data) => {
-        if (data.type === "prefill") on.prefill(data);
-        else if (data.type === "token") on.token(data);
-        else if (data.type === "done") resolve(data.reason);
-        else if (data.type === "error") reject(new DeviceError(data.kind, data.message));
-      };
-      this.worker.postMessage({ type: "generate", ids, maxNew, stopIds: this.stopIds });
+    const answer = this.ask((data, resolve, reject) => {
+      if (data.type === "prefill") on.prefill(data);
+      else if (data.type === "token") on.token(data);
+      else if (data.type === "done") resolve(data.reason);
+      else if (data.type === "error") reject(new DeviceError(data.kind, data.message));
     });
+    this.worker.postMessage({ type: "generate", ids, maxNew, stopIds: this.stopIds, paceMs: this.paceMs });
+    return answer;
   }
 
   stop() {
     this.worker?.postMessage({ type: "stop" });
   }
 
+  /** End the worker; a question still waiting for it rejects with a "stopped" error. */
   close() {
     this.worker?.terminate();
     this.worker = null;
     this.ready = null;
+    this.handlers.reject?.(new DeviceError("stopped", "the worker was ended"));
   }
 }

@@ -306,7 +306,7 @@ async function realWeights(demo, mode, workload) {
   const digest = name.replace(/^manifest-/, "").replace(/\.json$/, "");
   const manifest = JSON.parse(new TextDecoder().decode((await checkedFile(store, new URL(name, base), digest, 0)).buffer));
   let done = 0;
-  const { model, fromCache } = await loadWeights(kernels.module, manifest, base, store, (n) => {
+  const { model, fromCache } = await loadWeights(kernels, manifest, base, store, (n) => {
     done += n;
     progress("weights", 0.2 + 0.1 * done / manifest.file_bytes, { loaded: done, total: manifest.file_bytes });
   });
