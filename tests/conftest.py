@@ -43,6 +43,10 @@ REPO = Path(__file__).resolve().parent.parent
 # Unit and browser tests build with the seeded tiny model: no download, fast. The real model is
 # exercised by tests marked `real_model`.
 TEST_MODEL = os.environ.get("PD_TEST_MODEL", "tiny")
+# ... and the quick measurement plan: what the tests read is the same in both plans (every figure, the same
+# prompt lengths and batch sizes), and one ledger measured serves every build of the run (the shared one,
+# the special builds, `mkdocs serve`); the site plan's would take minutes more on a clean clone.
+TEST_SWEEP = "quick"
 
 
 @dataclass(frozen=True)
@@ -53,8 +57,9 @@ class SiteBuild:
 
 def build_site(out_dir: Path, *, model: str = TEST_MODEL, extra_env: dict[str, str] | None = None,
                config_file: Path | None = None) -> SiteBuild:
-    """Run `mkdocs build --strict` into out_dir; fail the test with the build log if it fails."""
-    env = {**os.environ, "PD_MODEL": model, "NO_MKDOCS_2_WARNING": "1", **(extra_env or {})}
+    """Run `mkdocs build --strict` into out_dir (the quick plan unless extra_env names another); fail the test
+    with the build log if it fails."""
+    env = {**os.environ, "PD_MODEL": model, "PD_SWEEP": TEST_SWEEP, "NO_MKDOCS_2_WARNING": "1", **(extra_env or {})}
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-d", str(out_dir)]
     if config_file is not None:
         command += ["-f", str(config_file)]

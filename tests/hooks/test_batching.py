@@ -156,15 +156,22 @@ def test_a_projection_without_a_knee_is_an_authoring_mistake_at_its_line(measure
         BUILDERS["batching"](block, measurements, strings)
 
 
-def test_the_real_measurement_of_the_tiny_model_gives_a_demo_that_follows_the_schema(tmp_path, strings):
-    """The contract end to end: the ledger measured on the tiny model, through the cache, the batching view,
-    the builder and the prose figures."""
+@pytest.fixture(scope="module")
+def tiny_measurements(tmp_path_factory: pytest.TempPathFactory):
+    """The tiny model's quick ledger, measured once for both languages (a minute of measuring under the tests'
+    load; what differs between the languages is the builder's text, not the measurement)."""
     from hooks.demos.cache import ResultCache
     from hooks.demos.measurements import Measurements
     from hooks.demos.simulator import NumpySimulator
 
-    m = Measurements(NumpySimulator("tiny"), ResultCache(tmp_path / "cache", memo={}), "code-v1",
-                     plan_for("quick", tiny=True))
+    return Measurements(NumpySimulator("tiny"), ResultCache(tmp_path_factory.mktemp("cache"), memo={}), "code-v1",
+                        plan_for("quick", tiny=True))
+
+
+def test_the_real_measurement_of_the_tiny_model_gives_a_demo_that_follows_the_schema(tiny_measurements, strings):
+    """The contract end to end: the ledger measured on the tiny model, through the cache, the batching view,
+    the builder and the prose figures."""
+    m = tiny_measurements
     result = m.batch()
     assert result["schema"] == "prefill-decode-batch/2"
     peaks = m.roofline()["machine"]  # one set of ceilings for the whole site

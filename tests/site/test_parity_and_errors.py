@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hooks.parity import page_shape, parity_problems
+from tests.conftest import TEST_SWEEP
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -104,7 +105,7 @@ def docs_copy(tmp_path: Path) -> Path:
 def _build(project: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(project / "mkdocs.yml"), "-d", str(project / "out")],
-        capture_output=True, text=True, cwd=REPO, env={**os.environ, "PD_MODEL": "tiny"}, timeout=1800,
+        capture_output=True, text=True, cwd=REPO, env={**os.environ, "PD_MODEL": "tiny", "PD_SWEEP": TEST_SWEEP}, timeout=1800,
     )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from tests.conftest import TEST_MODEL
+from tests.conftest import TEST_MODEL, TEST_SWEEP
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.build, pytest.mark.xdist_group("builds")]
@@ -53,7 +53,7 @@ def french_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (REPO / ".cache").mkdir(exist_ok=True)
     (project / ".cache").symlink_to(REPO / ".cache", target_is_directory=True)  # the measurements, not remade
     add_french(project)
-    env = {**os.environ, "PD_MODEL": TEST_MODEL, "NO_MKDOCS_2_WARNING": "1"}
+    env = {**os.environ, "PD_MODEL": TEST_MODEL, "PD_SWEEP": TEST_SWEEP, "NO_MKDOCS_2_WARNING": "1"}
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-d", str(project / "site")]
     with FileLock(str(REPO / ".cache" / "tests-build.lock")):  # one build at a time (tests/conftest.py)
         result = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=3000)
