@@ -109,6 +109,11 @@ class DemoSite:
         self.pages = {page.src_path: page for page in pages}
         if any(page.fences for page in pages):  # a site with demos publishes what they measured
             try:
+                for block in (b for page_checked in checked for b in page_checked
+                              if not isinstance(b, str) and b.kind in blocks.RECORDING_KINDS and isinstance(b.prompt, str)):
+                    # its timings join the ledger; a demo read whole from the cache did not ask for its recording
+                    self.measurements.trace(block.prompt, block.options["max_new_tokens"],
+                                            block.options.get("chat", True))
                 new_files += assets.ledger_files(config, self.measurements.published_ledger())
             except MeasurementsDisturbed:
                 if not authoring.show_in_page:
