@@ -28,6 +28,18 @@ from simulations.plans import PLANS, Plan, plan_for
 log = get_plugin_logger(__name__)
 
 
+def _unless_disturbed(key: str, measure: Any) -> Any:
+    """`measure()`, unless it stopped on a disturbance before under `key` in this process: then that message again
+    (a disturbance is never cached, so a server would otherwise measure again on every save)."""
+    if key in _disturbed:
+        raise MeasurementsDisturbed(_disturbed[key])
+    try:
+        return measure()
+    except DisturbedMeasurement as error:
+        _disturbed[key] = f"measurements: {error}"
+        raise MeasurementsDisturbed(_disturbed[key]) from None
+
+
 def recording_key(prompt: str, max_new_tokens: int, chat: bool) -> str:
     """The ledger's name for a recording's timings: `recording/` and a digest of what was recorded."""
     digest = hashlib.sha256(f"{prompt}\n{max_new_tokens}\n{chat}".encode()).hexdigest()[:8]
@@ -109,18 +121,12 @@ class Measurements:
         plan = self.plan
         label = f"recording {prompt[:40]!r} ({max_new_tokens} new tokens max) on {self.simulator.model_name}"
         key = f"{self.simulator.spec}:{self.code_hash}:{plan}:{prompt}:{max_new_tokens}:{chat}"
-        if key in _disturbed:
-            raise MeasurementsDisturbed(_disturbed[key])
 
         def record() -> dict[str, Any]:
-            try:
-                return self.simulator.record(prompt, max_new_tokens=max_new_tokens, chat=chat, plan=plan,
-                                             progress=progress_logger("record"))
-            except DisturbedMeasurement as error:
-                _disturbed[key] = f"measurements: {error}"
-                raise MeasurementsDisturbed(_disturbed[key]) from None
-        trace = self._cached("trace", label, record, prompt=prompt, max_new_tokens=max_new_tokens, chat=chat,
-                             plan=asdict(plan))
+            return self.simulator.record(prompt, max_new_tokens=max_new_tokens, chat=chat, plan=plan,
+                                         progress=progress_logger("record"))
+        trace = self._cached("trace", label, lambda: _unless_disturbed(key, record), prompt=prompt,
+                             max_new_tokens=max_new_tokens, chat=chat, plan=asdict(plan))
         self.recordings[recording_key(prompt, max_new_tokens, chat)] = {
             "prompt": prompt, "max_new_tokens": max_new_tokens, "chat": chat, "timing": trace["timing"]}
         return trace
@@ -146,15 +152,9 @@ class Measurements:
         label = f"the ledger of measurements ({plan.name}) on {self.simulator.model_name}"
 
         key = f"{self.simulator.spec}:{self.code_hash}:{plan}"
-        if key in _disturbed:
-            raise MeasurementsDisturbed(_disturbed[key])
 
         def measure() -> dict[str, Any]:
-            try:
-                ledger = self.simulator.ledger(plan=plan, progress=progress_logger("measuring"))
-            except DisturbedMeasurement as error:
-                _disturbed[key] = f"measurements: {error}"
-                raise MeasurementsDisturbed(_disturbed[key]) from None
+            ledger = _unless_disturbed(key, lambda: self.simulator.ledger(plan=plan, progress=progress_logger("measuring")))
             if ledger.get("disturbed"):
                 log.info(f"  a draft: {len(ledger['disturbed'])} measurements disturbed, recorded in the ledger "
                          f"(plan {plan.name} on {self.simulator.model_name} records them instead of stopping)")
